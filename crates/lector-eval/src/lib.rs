@@ -1,0 +1,18 @@
+//! lector-eval: the evaluation toolkit of lector, with no machine-learning dependencies.
+//!
+//! - [`squad`]: EM/F1 identical to the official SQuAD v1.1 and v2.0 scripts, no-answer thresholds.
+//! - [`rouge`]: ROUGE-1/2/L/Lsum identical to Google's `rouge-score` package.
+//! - [`retrieval`]: trec_eval-compatible ranking metrics and answer-containment recall.
+//! - [`stats`]: bootstrap confidence intervals and paired significance tests.
+//! - [`report`]: self-contained HTML reports with inline SVG charts.
+
+pub mod error;
+pub mod input;
+pub mod normalize;
+pub mod report;
+pub mod retrieval;
+pub mod rouge;
+pub mod squad;
+pub mod stats;
+
+pub use error::{Error, Result};

@@ -1,0 +1,81 @@
+//! SQuAD answer normalisation, exactly as the official evaluation scripts do it:
+//! lowercase, drop ASCII punctuation, remove the whole words a/an/the, collapse whitespace.
+
+/// Python's `string.punctuation`.
+const ASCII_PUNCTUATION: &str = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
+
+/// Normalises an answer the way `normalize_answer` in evaluate-v1.1.py / evaluate-v2.0.py does.
+pub fn normalize_answer(text: &str) -> String {
+    let lowered = text.to_lowercase();
+    let no_punct: String = lowered
+        .chars()
+        .filter(|c| !ASCII_PUNCTUATION.contains(*c))
+        .collect();
+    let no_articles = remove_articles(&no_punct);
+    no_articles
+        .split(is_python_whitespace)
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The tokens of the normalised answer (`normalize_answer(s).split()`).
+pub fn normalized_tokens(text: &str) -> Vec<String> {
+    normalize_answer(text)
+        .split(' ')
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `re.sub(r'\b(a|an|the)\b', ' ', text)`: a maximal run of word characters equal to an article
+/// is replaced by one space. Python's `\b` is Unicode-aware (alphanumerics and `_`).
+fn remove_articles(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let word_len = rest
+            .char_indices()
+            .find(|&(_, c)| !is_word_char(c))
+            .map_or(rest.len(), |(i, _)| i);
+        if word_len == 0 {
+            let c = rest.chars().next().expect("non-empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        let word = &rest[..word_len];
+        if matches!(word, "a" | "an" | "the") {
+            out.push(' ');
+        } else {
+            out.push_str(word);
+        }
+        rest = &rest[word_len..];
+    }
+    out
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Python's `str.split()` separators: Unicode whitespace plus the ASCII information separators.
+fn is_python_whitespace(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follows_the_official_rules() {
+        assert_eq!(normalize_answer("The  Eiffel-Tower!"), "eiffeltower");
+        assert_eq!(normalize_answer("an apple a day"), "apple day");
+        assert_eq!(normalize_answer("theory and anthem"), "theory and anthem");
+        assert_eq!(normalize_answer("A_b the_ c"), "ab c");
+        assert_eq!(normalize_answer("  \u{a0}The\tend\u{1f}x "), "end x");
+        assert_eq!(normalize_answer("Éclair «the» café"), "éclair « » café");
+        assert_eq!(normalize_answer("..."), "");
+    }
+}

@@ -1,1 +1,40 @@
-fn main() {}
+//! `lector`: question answering with its evidence, and the evaluation to back it.
+//! A thin binary: each subcommand parses its arguments and calls into the library crates.
+
+mod eval;
+mod models;
+mod read;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "lector", version, about = "Question answering that shows its evidence")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate predictions: SQuAD EM/F1, ROUGE, retrieval metrics, paired comparisons.
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
+    /// Extract answer spans from a context with a question-answering reader.
+    Read(read::ReadArgs),
+    /// Fetch and list the models lector uses.
+    #[command(subcommand)]
+    Models(models::ModelsCommand),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Eval(cmd) => eval::run(cmd),
+        Command::Read(args) => read::run(args),
+        Command::Models(cmd) => models::run(cmd),
+    };
+    if let Err(err) = result {
+        eprintln!("error: {err:#}");
+        std::process::exit(2);
+    }
+}

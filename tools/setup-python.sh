@@ -5,6 +5,10 @@
 set -euo pipefail
 venv="${LECTOR_PYENV:-${XDG_CACHE_HOME:-$HOME/.cache}/lector/pyenv}"
 stamp="$venv/.lector-parity-v1"
+mkdir -p "$(dirname "$venv")"
+# Parallel test threads may call this at once on a fresh machine: one creates, the others wait.
+exec 9>"$venv.lock"
+flock 9
 if [ ! -f "$stamp" ]; then
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check \

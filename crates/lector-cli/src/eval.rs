@@ -1,12 +1,357 @@
-//! `lector eval ...`
-use clap::Subcommand;
+//! `lector eval ...`: scoring predictions with the lector-eval library.
+
+use crate::table::{fmt2, print_table};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use lector_eval::report::{Metric, Report};
+use lector_eval::squad::{self, NoAnswer, QuestionScore};
+use lector_eval::stats::{self, Bootstrap, Interval};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 #[derive(Subcommand)]
 pub enum EvalCommand {
-    /// Placeholder.
-    Squad,
+    /// SQuAD EM/F1, a drop-in for the official evaluate-v1.1.py / evaluate-v2.0.py.
+    Squad(SquadArgs),
+    /// Compare two systems' per-question scores: difference, paired-bootstrap CI, randomisation p-value.
+    Compare(CompareArgs),
 }
 
-pub fn run(_cmd: EvalCommand) -> anyhow::Result<()> {
+/// Bootstrap settings shared by the subcommands that report intervals.
+#[derive(Args, Clone, Copy)]
+pub struct BootstrapArgs {
+    /// Bootstrap resamples for confidence intervals.
+    #[arg(long, default_value_t = 1000)]
+    resamples: usize,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95, value_parser = parse_confidence)]
+    confidence: f64,
+    /// Seed of the resampling (results are reproducible for a given seed).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+impl BootstrapArgs {
+    fn settings(self) -> Bootstrap {
+        Bootstrap {
+            resamples: self.resamples,
+            confidence: self.confidence,
+            seed: self.seed,
+        }
+    }
+}
+
+fn parse_confidence(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        _ => Err(format!("`{text}` is not a confidence level in (0, 1)")),
+    }
+}
+
+#[derive(Args)]
+pub struct SquadArgs {
+    /// SQuAD dataset file (v1.1 or v2.0 format; its `version` picks the official rules).
+    data: PathBuf,
+    /// Predictions: {"question id": "answer", ...}; "" means no answer.
+    predictions: PathBuf,
+    /// No-answer probabilities: {"question id": p, ...} with p in [0, 1] (v2.0 only).
+    #[arg(long, short = 'n')]
+    na_prob_file: Option<PathBuf>,
+    /// Predict "no answer" when the no-answer probability is above this.
+    #[arg(long, short = 't', default_value_t = 1.0)]
+    na_prob_thresh: f64,
+    /// Write the official JSON (the same keys and values as the official script) to this file.
+    #[arg(long, short = 'o')]
+    out_file: Option<PathBuf>,
+    /// Write one JSON line per question (id, prediction, best gold, em, f1, has_ans, na_prob).
+    #[arg(long)]
+    per_question: Option<PathBuf>,
+    /// Write a self-contained HTML report.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Print JSON (the official keys plus `intervals`) instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Per-question scores of system A (JSON lines with `id` and the metric, e.g. from --per-question).
+    a: PathBuf,
+    /// Per-question scores of system B, on the same questions.
+    b: PathBuf,
+    /// The per-question field to compare.
+    #[arg(long, default_value = "f1")]
+    metric: String,
+    /// Approximate-randomisation trials for the p-value.
+    #[arg(long, default_value_t = 10_000)]
+    trials: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
+}
+
+pub fn run(cmd: EvalCommand) -> Result<()> {
+    match cmd {
+        EvalCommand::Squad(args) => squad(args),
+        EvalCommand::Compare(args) => compare(args),
+    }
+}
+
+fn squad(args: SquadArgs) -> Result<()> {
+    let dataset = squad::read_dataset(&args.data)?;
+    let predictions = squad::read_predictions(&args.predictions)?;
+    let na_probs = args.na_prob_file.as_deref().map(squad::read_na_probs).transpose()?;
+    if na_probs.is_some() && dataset.version == squad::SquadVersion::V1_1 {
+        eprintln!("warning: no-answer probabilities are ignored for SQuAD v1.1 data");
+    }
+    let no_answer = NoAnswer {
+        probs: na_probs.as_ref(),
+        threshold: args.na_prob_thresh,
+    };
+    let evaluation = squad::evaluate(&dataset, &predictions, &no_answer)?;
+    warn_about_coverage(&dataset, &predictions, &evaluation.missing);
+
+    let settings = args.bootstrap.settings();
+    let intervals = squad_intervals(&evaluation.questions, evaluation.version, &settings);
+    if let Some(path) = &args.out_file {
+        write_file(path, &serde_json::to_string(&evaluation.summary)?)?;
+    }
+    if let Some(path) = &args.per_question {
+        write_jsonl(path, &evaluation.questions)?;
+    }
+    if let Some(path) = &args.html {
+        squad_report(&args.data, &evaluation, &intervals, settings.confidence).write(path)?;
+    }
+    if args.json {
+        let mut out = evaluation.summary.clone();
+        out.insert("intervals".into(), serde_json::to_value(&intervals)?);
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_squad_table(&evaluation.summary, &intervals, settings.confidence);
+    }
     Ok(())
+}
+
+fn warn_about_coverage(dataset: &squad::Dataset, predictions: &squad::Predictions, missing: &[String]) {
+    if !missing.is_empty() {
+        eprintln!(
+            "warning: {} of {} questions have no prediction and score 0 (first: {})",
+            missing.len(),
+            dataset.questions.len(),
+            missing[0]
+        );
+    }
+    let unknown = squad::unknown_predictions(dataset, predictions);
+    if !unknown.is_empty() {
+        eprintln!(
+            "warning: {} predictions name questions not in the dataset and are ignored (first: {})",
+            unknown.len(),
+            unknown[0]
+        );
+    }
+}
+
+/// Named percentage intervals, keyed like the official output (exact, f1, HasAns_exact, ...).
+type Intervals = Vec<(String, Interval)>;
+
+fn squad_intervals(questions: &[QuestionScore], version: squad::SquadVersion, settings: &Bootstrap) -> Intervals {
+    let (em_key, subsets): (&str, Vec<(&str, Box<dyn Fn(&QuestionScore) -> bool>)>) = match version {
+        squad::SquadVersion::V1_1 => ("exact_match", vec![("", Box::new(|_| true))]),
+        squad::SquadVersion::V2_0 => (
+            "exact",
+            vec![
+                ("", Box::new(|_| true)),
+                ("HasAns_", Box::new(|q| q.has_ans)),
+                ("NoAns_", Box::new(|q| !q.has_ans)),
+            ],
+        ),
+    };
+    let mut out = Vec::new();
+    for (prefix, keep) in subsets {
+        let subset: Vec<&QuestionScore> = questions.iter().filter(|q| keep(q)).collect();
+        if subset.is_empty() {
+            continue;
+        }
+        let em: Vec<f64> = subset.iter().map(|q| q.em).collect();
+        let f1: Vec<f64> = subset.iter().map(|q| q.f1).collect();
+        let key = if prefix.is_empty() { em_key.to_string() } else { format!("{prefix}exact") };
+        out.push((key, stats::bootstrap_mean(&em, settings).scaled(100.0)));
+        out.push((format!("{prefix}f1"), stats::bootstrap_mean(&f1, settings).scaled(100.0)));
+    }
+    out
+}
+
+fn print_squad_table(summary: &Map<String, Value>, intervals: &Intervals, confidence: f64) {
+    let ci: HashMap<&str, &Interval> = intervals.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let ci_header = format!("{:.0}% CI", confidence * 100.0);
+    let rows: Vec<Vec<String>> = summary
+        .iter()
+        .map(|(key, value)| {
+            let shown = match value.as_u64() {
+                Some(n) if key.ends_with("total") => n.to_string(),
+                _ => value.as_f64().map_or_else(|| value.to_string(), |v| format!("{v:.4}")),
+            };
+            let interval = ci
+                .get(key.as_str())
+                .map_or(String::new(), |i| format!("[{}, {}]", fmt2(i.low), fmt2(i.high)));
+            vec![key.clone(), shown, interval]
+        })
+        .collect();
+    print_table(&["metric", "value", &ci_header], &rows);
+}
+
+fn squad_report(data: &Path, evaluation: &squad::Evaluation, intervals: &Intervals, confidence: f64) -> Report {
+    let mut report = Report::new(format!("SQuAD evaluation: {}", data.display()));
+    let headline: Vec<Metric> = intervals
+        .iter()
+        .map(|(name, interval)| Metric::with_interval(name.clone(), *interval))
+        .collect();
+    report.metrics("Headline metrics", &headline, confidence);
+    let rows: Vec<Vec<String>> = evaluation
+        .summary
+        .iter()
+        .map(|(k, v)| vec![k.clone(), v.to_string()])
+        .collect();
+    report.table("Official output", &["key", "value"], &rows);
+    let f1: Vec<f64> = evaluation.questions.iter().map(|q| q.f1).collect();
+    report.histogram("F1 per question", &f1, (0.0, 1.0), 20, "F1");
+    if evaluation.version == squad::SquadVersion::V2_0 {
+        breakdown(&mut report, &evaluation.questions);
+    }
+    report.note(&format!(
+        "{} questions. Intervals: percentile bootstrap over questions.",
+        evaluation.questions.len()
+    ));
+    report
+}
+
+/// HasAns/NoAns breakdown: how often the system answered, abstained, and was right.
+fn breakdown(report: &mut Report, questions: &[QuestionScore]) {
+    let row = |label: &str, has_ans: bool| {
+        let group: Vec<&QuestionScore> = questions.iter().filter(|q| q.has_ans == has_ans).collect();
+        let abstained = group
+            .iter()
+            .filter(|q| q.prediction.as_deref() == Some("") || q.na_prob.is_some_and(|p| p > 1.0))
+            .count();
+        let n = group.len().max(1) as f64;
+        vec![
+            label.to_string(),
+            group.len().to_string(),
+            (group.len() - abstained).to_string(),
+            abstained.to_string(),
+            fmt2(100.0 * group.iter().map(|q| q.em).sum::<f64>() / n),
+            fmt2(100.0 * group.iter().map(|q| q.f1).sum::<f64>() / n),
+        ]
+    };
+    report.table(
+        "HasAns / NoAns breakdown",
+        &["questions", "count", "answered", "empty answer", "EM", "F1"],
+        &[row("HasAns", true), row("NoAns", false)],
+    );
+}
+
+fn compare(args: CompareArgs) -> Result<()> {
+    let a = read_scores(&args.a, &args.metric)?;
+    let b = read_scores(&args.b, &args.metric)?;
+    let (xs, ys) = align(&args.a, &a, &args.b, &b)?;
+    let settings = args.bootstrap.settings();
+    let result = stats::compare_paired(&xs, &ys, &settings, args.trials);
+    if args.json {
+        let out = json!({
+            "metric": args.metric,
+            "questions": xs.len(),
+            "mean_a": result.mean_a,
+            "mean_b": result.mean_b,
+            "difference": result.difference,
+            "confidence": settings.confidence,
+            "p_value": result.p_value,
+            "trials": result.trials,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let d = result.difference;
+    print_table(
+        &["metric", "questions", "A", "B", "B - A", &format!("{:.0}% CI", settings.confidence * 100.0), "p-value"],
+        &[vec![
+            args.metric.clone(),
+            xs.len().to_string(),
+            format!("{:.4}", result.mean_a),
+            format!("{:.4}", result.mean_b),
+            format!("{:+.4}", d.mean),
+            format!("[{:+.4}, {:+.4}]", d.low, d.high),
+            format!("{:.4}", result.p_value),
+        ]],
+    );
+    Ok(())
+}
+
+/// Per-question metric values by id, in file order.
+fn read_scores(path: &Path, metric: &str) -> Result<Vec<(String, f64)>> {
+    let lines: Vec<Value> = lector_eval::input::read_jsonl(path)?;
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let id = match line.get("id") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => bail!("{}: record {}: no string `id` field", path.display(), i + 1),
+            };
+            let value = match line.get(metric) {
+                Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+                Some(v) => v.as_f64().with_context(|| {
+                    format!("{}: record {}: `{metric}` is not a number", path.display(), i + 1)
+                })?,
+                None => bail!("{}: record {}: no `{metric}` field", path.display(), i + 1),
+            };
+            Ok((id, value))
+        })
+        .collect()
+}
+
+/// Pairs the two systems' scores by question id; refuses when the question sets differ.
+fn align(path_a: &Path, a: &[(String, f64)], path_b: &Path, b: &[(String, f64)]) -> Result<(Vec<f64>, Vec<f64>)> {
+    let b_by_id: HashMap<&str, f64> = b.iter().map(|(id, v)| (id.as_str(), *v)).collect();
+    let a_ids: std::collections::HashSet<&str> = a.iter().map(|(id, _)| id.as_str()).collect();
+    let only_a: Vec<&str> = a.iter().map(|(id, _)| id.as_str()).filter(|id| !b_by_id.contains_key(id)).collect();
+    let only_b: Vec<&str> = b.iter().map(|(id, _)| id.as_str()).filter(|id| !a_ids.contains(id)).collect();
+    if a_ids.len() != a.len() || b_by_id.len() != b.len() {
+        bail!("duplicate question ids: each file must score every question once");
+    }
+    if !only_a.is_empty() || !only_b.is_empty() {
+        bail!(
+            "the two files score different questions: {} only in {} (e.g. {:?}), {} only in {} (e.g. {:?}); \
+             a paired comparison needs the same question set",
+            only_a.len(),
+            path_a.display(),
+            only_a.iter().take(3).collect::<Vec<_>>(),
+            only_b.len(),
+            path_b.display(),
+            only_b.iter().take(3).collect::<Vec<_>>()
+        );
+    }
+    let ys = a.iter().map(|(id, _)| b_by_id[id.as_str()]).collect();
+    Ok((a.iter().map(|(_, v)| *v).collect(), ys))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<()> {
+    let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    for row in rows {
+        serde_json::to_writer(&mut out, row)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush().with_context(|| format!("cannot write {}", path.display()))
 }

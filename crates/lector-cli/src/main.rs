@@ -4,6 +4,7 @@
 mod eval;
 mod models;
 mod read;
+mod table;
 
 use clap::{Parser, Subcommand};
 

@@ -4,6 +4,7 @@ use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use lector_eval::report::{Metric, Report};
+use lector_eval::{retrieval, rouge};
 use lector_eval::squad::{self, NoAnswer, QuestionScore};
 use lector_eval::stats::{self, Bootstrap, Interval};
 use serde_json::{json, Map, Value};
@@ -15,6 +16,11 @@ use std::path::{Path, PathBuf};
 pub enum EvalCommand {
     /// SQuAD EM/F1, a drop-in for the official evaluate-v1.1.py / evaluate-v2.0.py.
     Squad(SquadArgs),
+    /// ROUGE-1/2/L/Lsum of predictions against references, identical to Google's rouge-score.
+    Rouge(RougeArgs),
+    /// Retrieval metrics: trec_eval-compatible nDCG/Recall/P/MRR/MAP from a run and qrels, or
+    /// DPR-style answer-containment Recall@k from ranked passages.
+    Retrieval(RetrievalArgs),
     /// Compare two systems' per-question scores: difference, paired-bootstrap CI, randomisation p-value.
     Compare(CompareArgs),
 }
@@ -97,9 +103,65 @@ pub struct CompareArgs {
     bootstrap: BootstrapArgs,
 }
 
+#[derive(Args)]
+pub struct RougeArgs {
+    /// JSON lines `{id, prediction, references: [..]}`; each item scores against its best reference.
+    input: PathBuf,
+    /// Porter-stem tokens longer than 3 characters (rouge-score's `use_stemmer=True`).
+    #[arg(long)]
+    stem: bool,
+    /// Write one JSON line per item with its scores.
+    #[arg(long)]
+    per_item: Option<PathBuf>,
+    /// Write a self-contained HTML report.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
+}
+
+#[derive(Args)]
+pub struct RetrievalArgs {
+    /// TREC run file (`qid Q0 docid rank score tag`).
+    #[arg(long, requires = "qrels", conflicts_with = "answers")]
+    run: Option<PathBuf>,
+    /// Relevance judgements: TREC qrels (`qid 0 docid rel`) or BEIR tsv with a header.
+    #[arg(long)]
+    qrels: Option<PathBuf>,
+    /// Answer-containment mode: JSON lines `{qid, answers: [..], passages: [{id, text}, ..]}` in rank order.
+    #[arg(long, required_unless_present = "run")]
+    answers: Option<PathBuf>,
+    /// Cutoffs for the ranking metrics.
+    #[arg(long, value_delimiter = ',', default_values_t = lector_eval::retrieval::DEFAULT_KS)]
+    k: Vec<usize>,
+    /// Deepest k of the answer-recall curve.
+    #[arg(long, default_value_t = 100)]
+    max_k: usize,
+    /// Write one JSON line per query with its metric values.
+    #[arg(long)]
+    per_query: Option<PathBuf>,
+    /// Write a self-contained HTML report.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
+}
+
 pub fn run(cmd: EvalCommand) -> Result<()> {
     match cmd {
         EvalCommand::Squad(args) => squad(args),
+        EvalCommand::Rouge(args) => rouge(args),
+        EvalCommand::Retrieval(args) => match (&args.run, &args.qrels, &args.answers) {
+            (Some(run), Some(qrels), _) => ranking_metrics(run, qrels, &args),
+            (_, _, Some(answers)) => answer_containment(answers, &args),
+            _ => bail!("give --run with --qrels, or --answers"),
+        },
         EvalCommand::Compare(args) => compare(args),
     }
 }
@@ -255,6 +317,163 @@ fn breakdown(report: &mut Report, questions: &[QuestionScore]) {
         &["questions", "count", "answered", "empty answer", "EM", "F1"],
         &[row("HasAns", true), row("NoAns", false)],
     );
+}
+
+fn rouge(args: RougeArgs) -> Result<()> {
+    let items = rouge::read_items(&args.input)?;
+    if items.is_empty() {
+        bail!("{}: no items", args.input.display());
+    }
+    let scorer = rouge::RougeScorer::new(args.stem);
+    let scores: Vec<rouge::RougeScores> = items.iter().map(|i| scorer.score(&i.prediction, &i.references)).collect();
+    let settings = args.bootstrap.settings();
+    let types: [(&str, fn(&rouge::RougeScores) -> rouge::Score); 4] = [
+        ("rouge1", |s| s.rouge1),
+        ("rouge2", |s| s.rouge2),
+        ("rougeL", |s| s.rouge_l),
+        ("rougeLsum", |s| s.rouge_lsum),
+    ];
+    let mut intervals = Intervals::new();
+    for (name, pick) in types {
+        let parts: [(&str, fn(rouge::Score) -> f64); 3] =
+            [("precision", |s| s.precision), ("recall", |s| s.recall), ("fmeasure", |s| s.fmeasure)];
+        for (part, value) in parts {
+            let values: Vec<f64> = scores.iter().map(|s| value(pick(s))).collect();
+            intervals.push((format!("{name}.{part}"), stats::bootstrap_mean(&values, &settings)));
+        }
+    }
+    if let Some(path) = &args.per_item {
+        let rows: Vec<Value> = items.iter().zip(&scores).map(|(i, s)| json!({"id": i.id, "scores": s})).collect();
+        write_jsonl(path, &rows)?;
+    }
+    if let Some(path) = &args.html {
+        let mut report = Report::new(format!("ROUGE: {}", args.input.display()));
+        let headline: Vec<Metric> = intervals
+            .iter()
+            .filter(|(n, _)| n.ends_with(".fmeasure"))
+            .map(|(n, i)| Metric::with_interval(n.clone(), *i))
+            .collect();
+        report.metrics("Headline metrics (F-measure)", &headline, settings.confidence);
+        let f: Vec<f64> = scores.iter().map(|s| s.rouge_l.fmeasure).collect();
+        report.histogram("ROUGE-L F per item", &f, (0.0, 1.0), 20, "ROUGE-L F");
+        report.note(&format!("{} items; stemming {}.", items.len(), if args.stem { "on" } else { "off" }));
+        report.write(path)?;
+    }
+    print_intervals(args.json, items.len(), "items", &intervals, settings.confidence)
+}
+
+fn ranking_metrics(run_path: &Path, qrels_path: &Path, args: &RetrievalArgs) -> Result<()> {
+    let run = retrieval::read_run(run_path)?;
+    let qrels = retrieval::read_qrels(qrels_path)?;
+    let eval = retrieval::evaluate(&run, &qrels, &args.k);
+    if eval.num_evaluated() == 0 {
+        bail!(
+            "no query of {} has judgements in {}: nothing to evaluate",
+            run_path.display(),
+            qrels_path.display()
+        );
+    }
+    for (what, ids) in [
+        ("run queries have no judgements and are skipped", &eval.run_qids_without_qrels),
+        ("judged queries are absent from the run and are skipped", &eval.qrels_qids_without_run),
+    ] {
+        if !ids.is_empty() {
+            eprintln!("warning: {} {what} (first: {})", ids.len(), ids[0]);
+        }
+    }
+    let settings = args.bootstrap.settings();
+    let intervals: Intervals = eval
+        .metric_names
+        .iter()
+        .map(|name| (name.clone(), stats::bootstrap_mean(&eval.values(name), &settings)))
+        .collect();
+    if let Some(path) = &args.per_query {
+        write_jsonl(path, &eval.queries)?;
+    }
+    if let Some(path) = &args.html {
+        let mut report = Report::new(format!("Retrieval evaluation: {}", run_path.display()));
+        let headline: Vec<Metric> = intervals
+            .iter()
+            .filter(|(name, _)| ["ndcg@10", "recall@100", "mrr@10", "map"].contains(&name.as_str()))
+            .map(|(name, i)| Metric::with_interval(name.clone(), *i))
+            .collect();
+        report.metrics("Headline metrics", &headline, settings.confidence);
+        let recall: Vec<(f64, f64)> = eval.ks.iter().map(|&k| (k as f64, mean_of(&intervals, &format!("recall@{k}")))).collect();
+        report.curve("Recall@k", &recall, 1.0, "k", "recall");
+        report.histogram("nDCG@10 per query", &eval.values("ndcg@10"), (0.0, 1.0), 20, "nDCG@10");
+        report.note(&format!("{} queries evaluated. Metrics as trec_eval computes them.", eval.num_evaluated()));
+        report.write(path)?;
+    }
+    print_intervals(args.json, eval.num_evaluated(), "queries", &intervals, settings.confidence)
+}
+
+fn mean_of(intervals: &Intervals, name: &str) -> f64 {
+    intervals.iter().find(|(n, _)| n == name).map_or(f64::NAN, |(_, i)| i.mean)
+}
+
+fn answer_containment(path: &Path, args: &RetrievalArgs) -> Result<()> {
+    let items = retrieval::read_answer_items(path)?;
+    if items.is_empty() {
+        bail!("{}: no questions", path.display());
+    }
+    let recall = retrieval::answer_recall(&items, args.max_k);
+    let settings = args.bootstrap.settings();
+    let hits_at = |k: usize| -> Vec<f64> {
+        recall.queries.iter().map(|q| f64::from(u8::from(q.hit_at(k)))).collect()
+    };
+    let mut intervals: Intervals = [1, 5, 10, 20, 50, 100]
+        .into_iter()
+        .filter(|&k| k <= args.max_k)
+        .map(|k| (format!("recall@{k}"), stats::bootstrap_mean(&hits_at(k), &settings)))
+        .collect();
+    let rr: Vec<f64> = recall.queries.iter().map(|q| q.reciprocal_rank()).collect();
+    intervals.push(("mrr".into(), stats::bootstrap_mean(&rr, &settings)));
+    if let Some(out) = &args.per_query {
+        write_jsonl(out, &recall.queries)?;
+    }
+    if let Some(out) = &args.html {
+        let mut report = Report::new(format!("Answer recall: {}", path.display()));
+        let headline: Vec<Metric> = intervals.iter().map(|(n, i)| Metric::with_interval(n.clone(), *i)).collect();
+        report.metrics("Headline metrics", &headline, settings.confidence);
+        let curve: Vec<(f64, f64)> = recall.recall.iter().enumerate().map(|(i, r)| ((i + 1) as f64, *r)).collect();
+        report.curve("Answer recall@k", &curve, 1.0, "k", "recall");
+        report.note(&format!(
+            "{} questions. A passage is a hit when it contains a gold answer as a token sequence after SQuAD normalisation.",
+            recall.queries.len()
+        ));
+        report.write(out)?;
+    }
+    if args.json {
+        let mut out = Map::new();
+        out.insert("questions".into(), recall.queries.len().into());
+        out.insert("mrr".into(), recall.mrr.into());
+        out.insert("recall_curve".into(), serde_json::to_value(&recall.recall)?);
+        out.insert("intervals".into(), serde_json::to_value(&intervals)?);
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    print_intervals(false, recall.queries.len(), "questions", &intervals, settings.confidence)
+}
+
+/// Metric means with intervals, as a table or JSON (`{metric: {mean, low, high}}`).
+fn print_intervals(json: bool, count: usize, unit: &str, intervals: &Intervals, confidence: f64) -> Result<()> {
+    if json {
+        let mut out = Map::new();
+        out.insert(unit.into(), count.into());
+        out.insert("confidence".into(), confidence.into());
+        for (name, interval) in intervals {
+            out.insert(name.clone(), serde_json::to_value(interval)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = intervals
+        .iter()
+        .map(|(name, i)| vec![name.clone(), format!("{:.4}", i.mean), format!("[{:.4}, {:.4}]", i.low, i.high)])
+        .collect();
+    println!("{count} {unit}");
+    print_table(&["metric", "mean", &format!("{:.0}% CI", confidence * 100.0)], &rows);
+    Ok(())
 }
 
 fn compare(args: CompareArgs) -> Result<()> {

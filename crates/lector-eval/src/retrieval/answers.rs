@@ -34,7 +34,7 @@ pub struct Passage {
 }
 
 /// The outcome for one question.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct AnswerQuery {
     /// The question id.
     pub qid: String,

@@ -373,7 +373,7 @@ fn parse_error(path: &Path, line: usize, column: usize, message: String) -> Erro
 }
 
 /// The metric values of one evaluated query, keyed by metric name (see the [module docs](super)).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct QueryMetrics {
     /// The query id.
     pub qid: String,

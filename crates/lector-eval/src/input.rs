@@ -37,6 +37,65 @@ pub fn parse_json<T: DeserializeOwned>(path: &Path, text: &str, line_offset: usi
     })
 }
 
+/// Reads a JSON object as its (key, value) entries in file order, without hashing the keys
+/// (a repeated key keeps its first position and its last value, as Python's `json.load` does).
+pub fn read_json_entries(path: &Path) -> Result<Vec<(String, serde_json::Value)>> {
+    let text = read_text(path)?;
+    let Entries(entries) = parse_json(path, &text, 0)?;
+    Ok(entries)
+}
+
+struct Entries(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<Entries, A::Error> {
+                let mut entries: Vec<(String, serde_json::Value)> =
+                    Vec::with_capacity(map.size_hint().unwrap_or(0));
+                while let Some(entry) = map.next_entry::<String, serde_json::Value>()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(keep_last_of_repeated_keys(entries)))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// Python's dict semantics for a repeated key: first position, last value. Repeats are rare, so
+/// the common case only checks that keys are unique.
+fn keep_last_of_repeated_keys(
+    entries: Vec<(String, serde_json::Value)>,
+) -> Vec<(String, serde_json::Value)> {
+    let unique: rustc_hash::FxHashSet<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
+    if unique.len() == entries.len() {
+        return entries;
+    }
+    let mut position: rustc_hash::FxHashMap<String, usize> = rustc_hash::FxHashMap::default();
+    let mut kept: Vec<(String, serde_json::Value)> = Vec::new();
+    for (key, value) in entries {
+        match position.get(&key) {
+            Some(&i) => kept[i].1 = value,
+            None => {
+                position.insert(key.clone(), kept.len());
+                kept.push((key, value));
+            }
+        }
+    }
+    kept
+}
+
 /// Reads a JSONL file: one `T` per non-blank line, errors naming the line.
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
     let text = read_text(path)?;

@@ -1,31 +1,72 @@
 //! SQuAD answer normalisation, exactly as the official evaluation scripts do it:
 //! lowercase, drop ASCII punctuation, remove the whole words a/an/the, collapse whitespace.
 
-/// Python's `string.punctuation`.
-const ASCII_PUNCTUATION: &str = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
-
 /// Normalises an answer the way `normalize_answer` in evaluate-v1.1.py / evaluate-v2.0.py does.
 pub fn normalize_answer(text: &str) -> String {
-    let lowered = text.to_lowercase();
-    let no_punct: String = lowered
-        .chars()
-        .filter(|c| !ASCII_PUNCTUATION.contains(*c))
-        .collect();
-    let no_articles = remove_articles(&no_punct);
-    no_articles
+    let cleaned = lower_without_punctuation(text);
+    let mut out = String::with_capacity(cleaned.len());
+    let mut push = |token: &str| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(token);
+    };
+    for token in cleaned
         .split(is_python_whitespace)
         .filter(|t| !t.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    {
+        if token.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            // Fast path: a token of plain word characters is one word.
+            if !is_article(token) {
+                push(token);
+            }
+        } else {
+            let replaced = remove_articles(token);
+            replaced
+                .split(is_python_whitespace)
+                .filter(|t| !t.is_empty())
+                .for_each(&mut push);
+        }
+    }
+    out
 }
 
 /// The tokens of the normalised answer (`normalize_answer(s).split()`).
 pub fn normalized_tokens(text: &str) -> Vec<String> {
-    normalize_answer(text)
-        .split(' ')
-        .filter(|t| !t.is_empty())
+    tokens_of(&normalize_answer(text))
+        .into_iter()
         .map(str::to_string)
         .collect()
+}
+
+/// The tokens of an already normalised answer (single spaces between tokens).
+pub fn tokens_of(normalized: &str) -> Vec<&str> {
+    if normalized.is_empty() {
+        Vec::new()
+    } else {
+        normalized.split(' ').collect()
+    }
+}
+
+/// `str.lower()` then dropping every character of Python's `string.punctuation` (exactly the
+/// characters of `char::is_ascii_punctuation`), in one pass.
+fn lower_without_punctuation(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii() {
+            if !c.is_ascii_punctuation() {
+                out.push(c.to_ascii_lowercase());
+            }
+        } else {
+            // Lowercasing a non-ASCII character never yields ASCII punctuation.
+            out.extend(c.to_lowercase());
+        }
+    }
+    out
+}
+
+fn is_article(word: &str) -> bool {
+    matches!(word, "a" | "an" | "the")
 }
 
 /// `re.sub(r'\b(a|an|the)\b', ' ', text)`: a maximal run of word characters equal to an article
@@ -45,7 +86,7 @@ fn remove_articles(text: &str) -> String {
             continue;
         }
         let word = &rest[..word_len];
-        if matches!(word, "a" | "an" | "the") {
+        if is_article(word) {
             out.push(' ');
         } else {
             out.push_str(word);

@@ -117,7 +117,7 @@ impl Report {
         x_label: &str,
     ) -> &mut Report {
         let counts = bin_counts(values, range, bins);
-        let max_count = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
+        let max_count = nice_ceiling(counts.iter().copied().max().unwrap_or(0).max(1) as f64);
         let (plot_w, plot_h) = plot_size();
         let bar_w = plot_w / bins as f64;
         let mut svg = svg_open(heading);
@@ -289,6 +289,16 @@ fn bin_counts(values: &[f64], (low, high): (f64, f64), bins: usize) -> Vec<usize
     counts
 }
 
+/// The smallest 1, 2 or 5 times a power of ten that is at least `v`, so axis ticks are round.
+fn nice_ceiling(v: f64) -> f64 {
+    let magnitude = 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 4.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|&c| c >= v)
+        .unwrap_or(v)
+}
+
 /// Compact number formatting for tiles and ticks.
 fn fmt_value(v: f64) -> String {
     if v.is_nan() {
@@ -298,7 +308,8 @@ fn fmt_value(v: f64) -> String {
     } else if v.abs() >= 10.0 {
         format!("{v:.2}")
     } else {
-        format!("{v:.3}")
+        let text = format!("{v:.3}");
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
     }
 }
 

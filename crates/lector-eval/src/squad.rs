@@ -9,12 +9,14 @@
 //! script's rule; the v2.0 script would crash on it). [`Evaluation::missing`] lists such questions.
 
 use crate::error::Result;
-use crate::input::{invalid, read_json};
-use crate::normalize::normalized_tokens;
-use serde::Serialize;
+use crate::input::{invalid, read_json, read_json_entries};
+use crate::normalize::{normalize_answer, tokens_of};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Which official script's rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -32,10 +34,10 @@ pub struct Question {
     pub question: String,
     /// Gold answer texts in file order (empty for unanswerable v2.0 questions).
     pub answers: Vec<String>,
-    /// The context paragraph the question is asked about.
-    pub context: String,
+    /// The context paragraph the question is asked about (shared by the paragraph's questions).
+    pub context: Arc<str>,
     /// The article title.
-    pub title: String,
+    pub title: Arc<str>,
 }
 
 impl Question {
@@ -52,72 +54,67 @@ pub struct Dataset {
     pub questions: Vec<Question>,
 }
 
+// The file layout; fields the scripts do not read (answer_start, is_impossible, ...) are ignored.
+#[derive(Deserialize)]
+struct RawFile {
+    version: Option<String>,
+    data: Option<Vec<RawArticle>>,
+}
+
+#[derive(Deserialize)]
+struct RawArticle {
+    #[serde(default)]
+    title: String,
+    paragraphs: Vec<RawParagraph>,
+}
+
+#[derive(Deserialize)]
+struct RawParagraph {
+    context: String,
+    qas: Vec<RawQuestion>,
+}
+
+#[derive(Deserialize)]
+struct RawQuestion {
+    id: String,
+    #[serde(default)]
+    question: String,
+    answers: Vec<RawAnswer>,
+}
+
+#[derive(Deserialize)]
+struct RawAnswer {
+    text: String,
+}
+
 /// Reads a SQuAD json file (`{"version", "data": [{"title", "paragraphs": [{"context", "qas"}]}]}`).
 pub fn read_dataset(path: &Path) -> Result<Dataset> {
-    let root: Value = read_json(path)?;
-    let version = match root.get("version").and_then(Value::as_str) {
+    let raw: RawFile = read_json(path)?;
+    let version = match raw.version.as_deref() {
         Some("1.1") => SquadVersion::V1_1,
         _ => SquadVersion::V2_0,
     };
-    let articles = root.get("data").and_then(Value::as_array).ok_or_else(|| {
+    let articles = raw.data.ok_or_else(|| {
         invalid(
             path,
             "no `data` array at the top level: not a SQuAD dataset",
         )
     })?;
     let mut questions = Vec::new();
-    for (a, article) in articles.iter().enumerate() {
-        let title = article.get("title").and_then(Value::as_str).unwrap_or("");
-        let paragraphs = field_array(path, article, "paragraphs", &format!("data[{a}]"))?;
-        for (p, paragraph) in paragraphs.iter().enumerate() {
-            let at = format!("data[{a}].paragraphs[{p}]");
-            let context = field_str(path, paragraph, "context", &at)?;
-            for (q, qa) in field_array(path, paragraph, "qas", &at)?.iter().enumerate() {
-                let at = format!("{at}.qas[{q}]");
-                questions.push(read_question(path, qa, &at, title, context)?);
-            }
+    for article in articles {
+        let title: Arc<str> = article.title.into();
+        for paragraph in article.paragraphs {
+            let context: Arc<str> = paragraph.context.into();
+            questions.extend(paragraph.qas.into_iter().map(|qa| Question {
+                id: qa.id,
+                question: qa.question,
+                answers: qa.answers.into_iter().map(|a| a.text).collect(),
+                context: Arc::clone(&context),
+                title: Arc::clone(&title),
+            }));
         }
     }
     Ok(Dataset { version, questions })
-}
-
-fn read_question(
-    path: &Path,
-    qa: &Value,
-    at: &str,
-    title: &str,
-    context: &str,
-) -> Result<Question> {
-    let id = field_str(path, qa, "id", at)?.to_string();
-    let question = qa.get("question").and_then(Value::as_str).unwrap_or("");
-    let answers = field_array(path, qa, "answers", at)?
-        .iter()
-        .enumerate()
-        .map(|(i, answer)| {
-            Ok(field_str(path, answer, "text", &format!("{at}.answers[{i}]"))?.to_string())
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(Question {
-        id,
-        question: question.to_string(),
-        answers,
-        context: context.to_string(),
-        title: title.to_string(),
-    })
-}
-
-fn field_array<'v>(path: &Path, value: &'v Value, key: &str, at: &str) -> Result<&'v Vec<Value>> {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .ok_or_else(|| invalid(path, format!("{at}: missing or non-array field `{key}`")))
-}
-
-fn field_str<'v>(path: &Path, value: &'v Value, key: &str, at: &str) -> Result<&'v str> {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid(path, format!("{at}: missing or non-string field `{key}`")))
 }
 
 /// Predictions: question id -> answer text ("" means no answer), in file order.
@@ -125,8 +122,8 @@ pub type Predictions = Vec<(String, String)>;
 
 /// Reads a prediction file `{"qid": "answer", ...}`; a non-string value is an error naming the id.
 pub fn read_predictions(path: &Path) -> Result<Predictions> {
-    let map: Map<String, Value> = read_json(path)?;
-    map.into_iter()
+    read_json_entries(path)?
+        .into_iter()
         .map(|(id, value)| match value {
             Value::String(answer) => Ok((id, answer)),
             other => Err(invalid(
@@ -145,8 +142,8 @@ pub type NaProbs = Vec<(String, f64)>;
 
 /// Reads a no-answer probability file `{"qid": p, ...}` with every p a number in [0, 1].
 pub fn read_na_probs(path: &Path) -> Result<NaProbs> {
-    let map: Map<String, Value> = read_json(path)?;
-    map.into_iter()
+    read_json_entries(path)?
+        .into_iter()
         .map(|(id, value)| match value.as_f64() {
             Some(p) if (0.0..=1.0).contains(&p) => Ok((id, p)),
             Some(p) => Err(invalid(
@@ -219,14 +216,14 @@ pub fn evaluate(
     predictions: &Predictions,
     no_answer: &NoAnswer,
 ) -> Result<Evaluation> {
-    let preds: HashMap<&str, &str> = predictions
+    let preds: FxHashMap<&str, &str> = predictions
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let probs: Option<HashMap<&str, f64>> = no_answer
+    let probs: Option<FxHashMap<&str, f64>> = no_answer
         .probs
         .map(|p| p.iter().map(|(k, v)| (k.as_str(), *v)).collect());
-    let mut raw = Vec::with_capacity(dataset.questions.len());
+    let mut inputs = Vec::with_capacity(dataset.questions.len());
     let mut missing = Vec::new();
     for question in &dataset.questions {
         let prediction = preds.get(question.id.as_str()).copied();
@@ -242,26 +239,50 @@ pub fn evaluate(
             })?),
             _ => None,
         };
-        raw.push(score_question(
-            dataset.version,
-            question,
-            prediction,
-            na_prob,
-        ));
+        inputs.push((question, prediction, na_prob));
     }
+    let raw = score_all(dataset.version, &inputs);
     let summary = match dataset.version {
         SquadVersion::V1_1 => summary_v1(&raw),
-        SquadVersion::V2_0 => summary_v2(dataset, &raw, no_answer, &preds),
+        SquadVersion::V2_0 => summary_v2(dataset, &raw, no_answer),
     };
     let questions = raw
         .into_iter()
-        .map(|r| apply_threshold(r, dataset.version, no_answer.threshold))
+        .map(|mut r| {
+            (r.em, r.f1) = thresholded(&r, dataset.version, no_answer.threshold);
+            r
+        })
         .collect();
     Ok(Evaluation {
         version: dataset.version,
         summary,
         questions,
         missing,
+    })
+}
+
+/// Scores every question, in order, split over the available cores (each score is independent).
+fn score_all(
+    version: SquadVersion,
+    inputs: &[(&Question, Option<&str>, Option<f64>)],
+) -> Vec<QuestionScore> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = inputs.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = inputs
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|&(q, pred, na)| score_question(version, q, pred, na))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("scoring thread panicked"))
+            .collect()
     })
 }
 
@@ -272,29 +293,24 @@ fn score_question(
     prediction: Option<&str>,
     na_prob: Option<f64>,
 ) -> QuestionScore {
-    let golds: Vec<&str> = match version {
-        SquadVersion::V1_1 => q.answers.iter().map(String::as_str).collect(),
-        SquadVersion::V2_0 => {
-            let kept: Vec<&str> = q
-                .answers
-                .iter()
-                .map(String::as_str)
-                .filter(|a| !normalized_tokens(a).is_empty())
-                .collect();
-            if kept.is_empty() {
-                vec![""]
-            } else {
-                kept
-            }
-        }
-    };
-    let (mut em, mut f1, mut best_gold) = (0.0, 0.0, golds.first().copied().unwrap_or(""));
+    // Each gold answer normalised once; v2.0 drops golds that normalise to nothing.
+    let mut golds: Vec<(&str, String)> = q
+        .answers
+        .iter()
+        .map(|a| (a.as_str(), normalize_answer(a)))
+        .filter(|(_, normalized)| version == SquadVersion::V1_1 || !normalized.is_empty())
+        .collect();
+    if version == SquadVersion::V2_0 && golds.is_empty() {
+        golds.push(("", String::new()));
+    }
+    let (mut em, mut f1, mut best_gold) = (0.0, 0.0, golds.first().map_or("", |g| g.0));
     if let Some(pred) = prediction {
-        let pred_tokens = normalized_tokens(pred);
+        let pred_norm = normalize_answer(pred);
+        let pred_tokens = sorted_tokens(&pred_norm);
         let mut best_f1 = f64::NEG_INFINITY;
-        for gold in &golds {
-            let gold_tokens = normalized_tokens(gold);
-            em = f64::max(em, f64::from(u8::from(gold_tokens == pred_tokens)));
+        for (gold, gold_norm) in &golds {
+            em = f64::max(em, f64::from(u8::from(*gold_norm == pred_norm)));
+            let gold_tokens = sorted_tokens(gold_norm);
             let f = match version {
                 SquadVersion::V1_1 => f1_v1(&pred_tokens, &gold_tokens),
                 SquadVersion::V2_0 => f1_v2(&pred_tokens, &gold_tokens),
@@ -317,26 +333,32 @@ fn score_question(
     }
 }
 
-/// Exact match compares normalised strings; equal token lists are equal strings since tokens are
-/// joined by single spaces.
-fn common_count(pred: &[String], gold: &[String]) -> usize {
-    let mut counts: HashMap<&str, usize> = HashMap::new();
-    for token in gold {
-        *counts.entry(token).or_default() += 1;
-    }
-    pred.iter()
-        .filter(|t| match counts.get_mut(t.as_str()) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                true
+/// Tokens of a normalised answer, sorted so that multiset intersections are a linear merge.
+fn sorted_tokens(normalized: &str) -> Vec<&str> {
+    let mut tokens = tokens_of(normalized);
+    tokens.sort_unstable();
+    tokens
+}
+
+/// Size of the multiset intersection of two sorted token lists (`Counter(a) & Counter(b)`).
+fn common_count(pred: &[&str], gold: &[&str]) -> usize {
+    let (mut i, mut j, mut same) = (0, 0, 0);
+    while i < pred.len() && j < gold.len() {
+        match pred[i].cmp(gold[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                same += 1;
+                i += 1;
+                j += 1;
             }
-            _ => false,
-        })
-        .count()
+        }
+    }
+    same
 }
 
 /// `f1_score` of evaluate-v1.1.py.
-fn f1_v1(pred: &[String], gold: &[String]) -> f64 {
+fn f1_v1(pred: &[&str], gold: &[&str]) -> f64 {
     let same = common_count(pred, gold);
     if same == 0 {
         return 0.0;
@@ -345,7 +367,7 @@ fn f1_v1(pred: &[String], gold: &[String]) -> f64 {
 }
 
 /// `compute_f1` of evaluate-v2.0.py: an empty side scores 1 only when both are empty.
-fn f1_v2(pred: &[String], gold: &[String]) -> f64 {
+fn f1_v2(pred: &[&str], gold: &[&str]) -> f64 {
     if pred.is_empty() || gold.is_empty() {
         return f64::from(u8::from(pred == gold));
     }
@@ -359,15 +381,15 @@ fn harmonic(same: usize, pred_len: usize, gold_len: usize) -> f64 {
 }
 
 /// `apply_no_ans_threshold`: above the threshold the prediction counts as "no answer".
-fn apply_threshold(mut s: QuestionScore, version: SquadVersion, threshold: f64) -> QuestionScore {
+/// Returns the (exact, f1) that count.
+fn thresholded(s: &QuestionScore, version: SquadVersion, threshold: f64) -> (f64, f64) {
     // Without a probability file the official script uses 0.0 for every predicted question.
     let na_prob = s.na_prob.or(s.prediction.as_ref().map(|_| 0.0));
     if version == SquadVersion::V2_0 && na_prob.is_some_and(|p| p > threshold) {
         let score = f64::from(u8::from(!s.has_ans));
-        s.em = score;
-        s.f1 = score;
+        return (score, score);
     }
-    s
+    (s.em, s.f1)
 }
 
 fn summary_v1(raw: &[QuestionScore]) -> Map<String, Value> {
@@ -385,29 +407,25 @@ fn summary_v2(
     dataset: &Dataset,
     raw: &[QuestionScore],
     no_answer: &NoAnswer,
-    preds: &HashMap<&str, &str>,
 ) -> Map<String, Value> {
-    let scored: Vec<QuestionScore> = raw
+    let scored: Vec<(f64, f64, bool)> = raw
         .iter()
-        .cloned()
-        .map(|s| apply_threshold(s, SquadVersion::V2_0, no_answer.threshold))
+        .map(|s| {
+            let t = thresholded(s, SquadVersion::V2_0, no_answer.threshold);
+            (t.0, t.1, s.has_ans)
+        })
         .collect();
-    let mut out = eval_dict(&scored, "");
-    let has_ans: Vec<QuestionScore> = scored.iter().filter(|s| s.has_ans).cloned().collect();
-    let no_ans: Vec<QuestionScore> = scored.iter().filter(|s| !s.has_ans).cloned().collect();
-    if !has_ans.is_empty() {
-        out.extend(eval_dict(&has_ans, "HasAns_"));
+    let mut out = eval_dict(scored.iter(), "");
+    if scored.iter().any(|s| s.2) {
+        out.extend(eval_dict(scored.iter().filter(|s| s.2), "HasAns_"));
     }
-    if !no_ans.is_empty() {
-        out.extend(eval_dict(&no_ans, "NoAns_"));
+    if scored.iter().any(|s| !s.2) {
+        out.extend(eval_dict(scored.iter().filter(|s| !s.2), "NoAns_"));
     }
     if let Some(probs) = no_answer.probs {
         let num_no_ans = dataset.questions.iter().filter(|q| !q.has_answer()).count();
-        let sweep = |metric: fn(&QuestionScore) -> f64| {
-            best_threshold(raw, probs, preds, num_no_ans, metric)
-        };
-        let (best_exact, exact_thresh) = sweep(|s| s.em);
-        let (best_f1, f1_thresh) = sweep(|s| s.f1);
+        let [(best_exact, exact_thresh), (best_f1, f1_thresh)] =
+            best_thresholds(raw, probs, num_no_ans);
         out.insert("best_exact".into(), best_exact.into());
         out.insert("best_exact_thresh".into(), exact_thresh.into());
         out.insert("best_f1".into(), best_f1.into());
@@ -416,12 +434,17 @@ fn summary_v2(
     out
 }
 
-/// `make_eval_dict`, with an optional key prefix.
-fn eval_dict(scores: &[QuestionScore], prefix: &str) -> Map<String, Value> {
-    let total = scores.len();
-    let (em, f1) = scores
-        .iter()
-        .fold((0.0, 0.0), |(e, f), s| (e + s.em, f + s.f1));
+/// `make_eval_dict` over (exact, f1, has_ans) triples, with an optional key prefix.
+fn eval_dict<'a>(
+    scores: impl Iterator<Item = &'a (f64, f64, bool)>,
+    prefix: &str,
+) -> Map<String, Value> {
+    let (mut total, mut em, mut f1) = (0usize, 0.0, 0.0);
+    for s in scores {
+        total += 1;
+        em += s.0;
+        f1 += s.1;
+    }
     let mut out = Map::new();
     out.insert(format!("{prefix}exact"), (100.0 * em / total as f64).into());
     out.insert(format!("{prefix}f1"), (100.0 * f1 / total as f64).into());
@@ -429,42 +452,37 @@ fn eval_dict(scores: &[QuestionScore], prefix: &str) -> Map<String, Value> {
     out
 }
 
-/// `find_best_thresh`: sweep the questions in ascending no-answer probability (stable, file order on
-/// ties), predicting "no answer" for everything above the cut, and keep the best cut.
-fn best_threshold(
-    raw: &[QuestionScore],
-    probs: &NaProbs,
-    preds: &HashMap<&str, &str>,
-    num_no_ans: usize,
-    metric: fn(&QuestionScore) -> f64,
-) -> (f64, f64) {
-    let by_id: HashMap<&str, &QuestionScore> = raw
+/// `find_best_thresh` for exact and F1 in one pass: sweep the questions in ascending no-answer
+/// probability (stable, file order on ties), predicting "no answer" for everything above the cut,
+/// and keep the best cut. Uses the raw (pre-threshold) scores, like the official script.
+fn best_thresholds(raw: &[QuestionScore], probs: &NaProbs, num_no_ans: usize) -> [(f64, f64); 2] {
+    let by_id: FxHashMap<&str, &QuestionScore> = raw
         .iter()
         .filter(|s| s.prediction.is_some())
         .map(|s| (s.id.as_str(), s))
         .collect();
     let mut order: Vec<&(String, f64)> = probs.iter().collect();
     order.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let mut current = num_no_ans as f64;
-    let (mut best, mut best_thresh) = (current, 0.0);
+    let start = num_no_ans as f64;
+    let mut current = [start, start];
+    let mut best = [(start, 0.0), (start, 0.0)];
     for (id, prob) in order {
         let Some(score) = by_id.get(id.as_str()) else {
             continue;
         };
-        let diff = if score.has_ans {
-            metric(score)
-        } else if preds.get(id.as_str()).is_some_and(|p| !p.is_empty()) {
-            -1.0
-        } else {
-            0.0
-        };
-        current += diff;
-        if current > best {
-            best = current;
-            best_thresh = *prob;
+        let answered = score.prediction.as_deref().is_some_and(|p| !p.is_empty());
+        for (i, metric) in [score.em, score.f1].into_iter().enumerate() {
+            current[i] += match (score.has_ans, answered) {
+                (true, _) => metric,
+                (false, true) => -1.0,
+                (false, false) => 0.0,
+            };
+            if current[i] > best[i].0 {
+                best[i] = (current[i], *prob);
+            }
         }
     }
-    (100.0 * best / by_id.len() as f64, best_thresh)
+    best.map(|(score, thresh)| (100.0 * score / by_id.len() as f64, thresh))
 }
 
 /// Ids that appear in the predictions but not in the dataset (ignored, as by the official scripts).
@@ -481,8 +499,8 @@ pub fn unknown_predictions<'a>(dataset: &Dataset, predictions: &'a Predictions) 
 mod tests {
     use super::*;
 
-    fn toks(s: &str) -> Vec<String> {
-        normalized_tokens(s)
+    fn toks(s: &str) -> Vec<&'static str> {
+        sorted_tokens(Box::leak(normalize_answer(s).into_boxed_str()))
     }
 
     #[test]
@@ -511,8 +529,8 @@ mod tests {
             has_ans: false,
             na_prob: Some(0.9),
         };
-        assert_eq!(apply_threshold(s.clone(), SquadVersion::V2_0, 0.5).em, 1.0);
-        assert_eq!(apply_threshold(s.clone(), SquadVersion::V2_0, 0.9).em, 0.0);
-        assert_eq!(apply_threshold(s, SquadVersion::V1_1, 0.5).em, 0.0);
+        assert_eq!(thresholded(&s, SquadVersion::V2_0, 0.5), (1.0, 1.0));
+        assert_eq!(thresholded(&s, SquadVersion::V2_0, 0.9), (0.0, 0.0));
+        assert_eq!(thresholded(&s, SquadVersion::V1_1, 0.5), (0.0, 0.0));
     }
 }

@@ -134,7 +134,7 @@ impl Report {
                 fmt_value(lo)
             );
         }
-        axes(&mut svg, range, (0.0, max_count), x_label, "questions");
+        axes(&mut svg, range, (0.0, max_count), x_label, "count");
         svg.push_str("</svg>");
         self.sections
             .push(format!("<h2>{}</h2>{svg}", escape(heading)));

@@ -1,0 +1,52 @@
+//! Errors of the index crate: each names the file (and line) or the index directory involved.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while ingesting, storing or searching.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read or written.
+    #[error("{path}: {source}", path = .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Another writer holds the index's lock file.
+    #[error(
+        "index {dir} is being written by another process (lock {lock} is held); \
+         wait for it to finish and retry",
+        dir = .dir.display(),
+        lock = .lock.display()
+    )]
+    Locked { dir: PathBuf, lock: PathBuf },
+    /// An input document is malformed (file, 1-based line where it applies, reason).
+    #[error("{path}{line}: {message}", path = .path.display(), line = .line.map_or(String::new(), |l| format!(":{l}")))]
+    InvalidInput {
+        path: PathBuf,
+        line: Option<usize>,
+        message: String,
+    },
+    /// The index on disk is damaged or was written by a newer version.
+    #[error("index {dir}: {message}", dir = .dir.display())]
+    Corrupt { dir: PathBuf, message: String },
+    /// There is no index at this directory.
+    #[error("no index at {dir} (create one with `lector index add PATH --index {dir}`)", dir = .dir.display())]
+    NoIndex { dir: PathBuf },
+    /// A setting conflicts with the index (e.g. different passage size than it was built with).
+    #[error("{0}")]
+    Config(String),
+    /// The requested retriever does not exist yet.
+    #[error(
+        "retrieval mode `{mode}` is not available yet: the dense retriever lands with the embedder"
+    )]
+    NotAvailable { mode: String },
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Wraps an I/O error with the path it concerns.
+pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io { path, source }
+}

@@ -1,0 +1,56 @@
+//! lector-index: the embedded passage index of lector (phase 1: lexical retrieval).
+//!
+//! Documents are read from files ([`ingest`]), cut into passages of about 100 words on sentence
+//! boundaries ([`passage`]), analysed into terms ([`analysis`]), and stored in immutable segments
+//! with an inverted index, committed atomically ([`IndexWriter`], storage in `store`). Queries
+//! are ranked with BM25 ([`bm25`]) through the [`Retriever`] interface that dense and hybrid
+//! retrieval will implement.
+//!
+//! # Why an own inverted index
+//!
+//! BM25 here has per-index and per-query k1 and b. Tantivy fixes them (k1 = 1.2, b = 0.75) in
+//! its scorer, and re-scoring its postings ourselves would keep its storage but none of its
+//! ranking. The index sizes lector targets (a desktop corpus, a benchmark collection: up to a few
+//! million passages) fit in memory, so a simple design is enough and stays transparent: one file
+//! per commit with documents, passage spans and delta-coded postings, loaded whole on open, with
+//! exact passage lengths (Lucene quantises them to one byte).
+//!
+//! # Example
+//!
+//! ```
+//! use lector_index::{Document, Index, IndexSettings, IndexWriter, Retriever};
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+//! writer.add(Document::new("doc1", "Mitochondria are the powerhouse of the cell."));
+//! writer.add(Document::new("doc2", "Ribosomes synthesise proteins."));
+//! writer.commit().unwrap();
+//!
+//! let index = Index::open(dir.path()).unwrap();
+//! let hits = index.bm25(index.settings().bm25).retrieve("cell powerhouse", 10).unwrap();
+//! assert_eq!(hits[0].doc_id, "doc1");
+//! assert_eq!(&hits[0].text, "Mitochondria are the powerhouse of the cell.");
+//! ```
+
+pub mod analysis;
+pub mod bm25;
+mod codec;
+pub mod document;
+pub mod error;
+pub mod html;
+mod index;
+pub mod ingest;
+pub mod passage;
+pub mod retriever;
+mod segment;
+mod store;
+mod writer;
+
+pub use analysis::{AnalyzerConfig, Stemmer};
+pub use bm25::Bm25Params;
+pub use document::Document;
+pub use error::{Error, Result};
+pub use index::{Bm25Retriever, DocumentHit, DocumentRef, Index, IndexStats};
+pub use passage::{ChunkConfig, Span};
+pub use retriever::{fuse, Fusion, Hit, Mode, Retriever, RetrieverKind, Source};
+pub use store::{IndexSettings, FORMAT_VERSION};
+pub use writer::{AddOutcome, CommitInfo, IndexWriter};

@@ -1,0 +1,224 @@
+//! The retriever interface: BM25 today; dense and hybrid retrieval plug in here.
+//!
+//! A [`Retriever`] turns a query into ranked [`Hit`]s. Every hit records which retrievers found
+//! it, at what rank and with what score ([`Source`]), so a fused hybrid ranking stays explainable.
+//! [`fuse`] combines rankings by reciprocal rank fusion or by a weighted sum of min-max-normalised
+//! scores; the hybrid mode will be `fuse(&[bm25, dense], ..)` once the dense retriever exists.
+
+use crate::error::{Error, Result};
+use crate::passage::Span;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Which retriever produced a score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetrieverKind {
+    /// Lexical BM25 over the inverted index.
+    Bm25,
+    /// Embedding similarity (phase 2).
+    Dense,
+}
+
+/// How a query is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// BM25 alone.
+    Bm25,
+    /// The dense retriever alone (not available yet).
+    Dense,
+    /// BM25 and dense fused (not available yet).
+    Hybrid,
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "bm25" => Ok(Mode::Bm25),
+            "dense" => Ok(Mode::Dense),
+            "hybrid" => Ok(Mode::Hybrid),
+            _ => Err(format!("unknown mode `{s}` (bm25, dense or hybrid)")),
+        }
+    }
+}
+
+impl Mode {
+    /// The mode's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Bm25 => "bm25",
+            Mode::Dense => "dense",
+            Mode::Hybrid => "hybrid",
+        }
+    }
+
+    /// `Ok` when this build can serve the mode, else the "not available yet" error.
+    pub fn check_available(self) -> Result<()> {
+        match self {
+            Mode::Bm25 => Ok(()),
+            Mode::Dense | Mode::Hybrid => Err(Error::NotAvailable {
+                mode: self.name().into(),
+            }),
+        }
+    }
+}
+
+/// One retriever's opinion of a hit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Source {
+    /// Which retriever.
+    pub retriever: RetrieverKind,
+    /// Its 1-based rank for this hit.
+    pub rank: usize,
+    /// Its raw score.
+    pub score: f64,
+}
+
+/// A retrieved passage.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// The document's id.
+    pub doc_id: String,
+    /// The document's title.
+    pub title: Option<String>,
+    /// Position of the passage in its document (0-based).
+    pub passage: usize,
+    /// Where the passage lies in the document text.
+    pub span: Span,
+    /// The passage text (the document text sliced by `span`).
+    pub text: String,
+    /// The ranking score (the retriever's score, or the fused score).
+    pub score: f64,
+    /// The retrievers that found this passage.
+    pub sources: Vec<Source>,
+}
+
+/// Anything that ranks passages for a query.
+pub trait Retriever {
+    /// Which kind of retriever this is.
+    fn kind(&self) -> RetrieverKind;
+    /// The best `k` passages for `query`, best first.
+    fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>>;
+}
+
+/// How rankings are combined.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fusion {
+    /// Reciprocal rank fusion: Σ 1 / (k + rank); k = 60 in the original paper.
+    Rrf {
+        /// The rank offset.
+        k: f64,
+    },
+    /// Σ weight · min-max-normalised score, one weight per ranking.
+    Weighted(Vec<f64>),
+}
+
+/// Fuses rankings of the same passages (matched by document id and passage position) into one
+/// of at most `k` hits; a hit keeps the sources of every ranking that found it.
+pub fn fuse(rankings: &[Vec<Hit>], fusion: &Fusion, k: usize) -> Vec<Hit> {
+    let mut fused: Vec<Hit> = Vec::new();
+    let mut slot: HashMap<(String, usize), usize> = HashMap::new();
+    for (r, ranking) in rankings.iter().enumerate() {
+        let (low, high) = score_range(ranking);
+        for (i, hit) in ranking.iter().enumerate() {
+            let contribution = match fusion {
+                Fusion::Rrf { k } => 1.0 / (k + (i + 1) as f64),
+                Fusion::Weighted(weights) => {
+                    let w = weights.get(r).copied().unwrap_or(0.0);
+                    w * if high > low {
+                        (hit.score - low) / (high - low)
+                    } else {
+                        1.0
+                    }
+                }
+            };
+            let key = (hit.doc_id.clone(), hit.passage);
+            let at = *slot.entry(key).or_insert_with(|| {
+                fused.push(Hit {
+                    score: 0.0,
+                    sources: Vec::new(),
+                    ..hit.clone()
+                });
+                fused.len() - 1
+            });
+            fused[at].score += contribution;
+            fused[at].sources.extend(hit.sources.iter().copied());
+        }
+    }
+    fused.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.doc_id.cmp(&b.doc_id))
+            .then(a.passage.cmp(&b.passage))
+    });
+    fused.truncate(k);
+    fused
+}
+
+fn score_range(hits: &[Hit]) -> (f64, f64) {
+    hits.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), h| {
+            (lo.min(h.score), hi.max(h.score))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(doc: &str, score: f64, rank: usize, retriever: RetrieverKind) -> Hit {
+        let span = Span {
+            byte_start: 0,
+            byte_end: 1,
+            char_start: 0,
+            char_end: 1,
+        };
+        Hit {
+            doc_id: doc.into(),
+            title: None,
+            passage: 0,
+            span,
+            text: "x".into(),
+            score,
+            sources: vec![Source {
+                retriever,
+                rank,
+                score,
+            }],
+        }
+    }
+
+    #[test]
+    fn rrf_rewards_agreement_and_keeps_sources() {
+        let bm25 = vec![
+            hit("a", 9.0, 1, RetrieverKind::Bm25),
+            hit("b", 5.0, 2, RetrieverKind::Bm25),
+        ];
+        let dense = vec![
+            hit("b", 0.9, 1, RetrieverKind::Dense),
+            hit("c", 0.8, 2, RetrieverKind::Dense),
+        ];
+        let fused = fuse(&[bm25.clone(), dense.clone()], &Fusion::Rrf { k: 60.0 }, 10);
+        let ids: Vec<&str> = fused.iter().map(|h| h.doc_id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "c"]);
+        assert!((fused[0].score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-12);
+        assert_eq!(fused[0].sources.len(), 2);
+        let weighted = fuse(&[bm25, dense], &Fusion::Weighted(vec![1.0, 0.0]), 1);
+        assert_eq!(weighted[0].doc_id, "a");
+    }
+
+    #[test]
+    fn dense_modes_are_not_available_yet() {
+        assert!(Mode::Bm25.check_available().is_ok());
+        let err = "hybrid"
+            .parse::<Mode>()
+            .unwrap()
+            .check_available()
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "retrieval mode `hybrid` is not available yet: the dense retriever lands with the embedder"
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! On-disk layout and the commit protocol.
+//!
+//! An index directory holds:
+//!
+//! - `MANIFEST.json`: format name and version, commit generation, settings, and the live segment
+//!   files with their length, CRC-32, and deleted documents. The manifest *is* the commit: readers
+//!   see exactly the segments it lists.
+//! - `seg-<generation>-<n>.lseg`: immutable segment files ([`crate::segment`]).
+//! - `write.lock`: held with an OS advisory lock (`flock`) by the one writer; the OS releases it
+//!   when the process dies, even by `kill -9`, so a crash never leaves a stale lock.
+//!
+//! A commit writes each new segment to `<name>.tmp`, fsyncs it and renames it into place, fsyncs
+//! the directory, then does the same with `MANIFEST.json.tmp` -> `MANIFEST.json`. `rename` is
+//! atomic, so a crash at any point leaves either the old manifest or the new one, both complete;
+//! files of an unfinished commit are never listed and the next writer deletes them on open.
+
+use crate::analysis::AnalyzerConfig;
+use crate::bm25::Bm25Params;
+use crate::error::{io, Error, Result};
+use crate::passage::ChunkConfig;
+use crate::segment::Segment;
+use fs4::fs_std::FileExt;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+/// The on-disk format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+const FORMAT_NAME: &str = "lector-index";
+pub(crate) const MANIFEST: &str = "MANIFEST.json";
+pub(crate) const LOCK: &str = "write.lock";
+
+/// Settings fixed when an index is created (BM25 parameters are defaults that queries may override).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct IndexSettings {
+    /// How text is turned into terms.
+    pub analyzer: AnalyzerConfig,
+    /// How documents are cut into passages.
+    pub chunking: ChunkConfig,
+    /// Default BM25 parameters.
+    pub bm25: Bm25Params,
+}
+
+/// The committed state of an index.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    pub format: String,
+    pub version: u32,
+    pub generation: u64,
+    pub settings: IndexSettings,
+    pub segments: Vec<SegmentMeta>,
+}
+
+/// A live segment file and its deleted documents.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct SegmentMeta {
+    pub file: String,
+    pub bytes: u64,
+    pub crc32: u32,
+    pub docs: u32,
+    pub passages: u32,
+    /// Documents (indices in the segment) deleted by later commits, ascending.
+    pub deleted: Vec<u32>,
+}
+
+impl Manifest {
+    pub fn empty(settings: IndexSettings) -> Self {
+        Manifest {
+            format: FORMAT_NAME.into(),
+            version: FORMAT_VERSION,
+            generation: 0,
+            settings,
+            segments: Vec::new(),
+        }
+    }
+}
+
+fn corrupt(dir: &Path, message: impl Into<String>) -> Error {
+    Error::Corrupt {
+        dir: dir.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// The manifest, or `None` when the directory has none.
+pub(crate) fn read_manifest(dir: &Path) -> Result<Option<Manifest>> {
+    let path = dir.join(MANIFEST);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    let manifest: Manifest = serde_json::from_str(&text)
+        .map_err(|e| corrupt(dir, format!("{MANIFEST} is not a valid manifest: {e}")))?;
+    if manifest.format != FORMAT_NAME {
+        return Err(corrupt(
+            dir,
+            format!("{MANIFEST} is not a lector index manifest"),
+        ));
+    }
+    if manifest.version != FORMAT_VERSION {
+        return Err(corrupt(
+            dir,
+            format!("format version {} is not supported by this lector (it reads version {FORMAT_VERSION})", manifest.version),
+        ));
+    }
+    Ok(Some(manifest))
+}
+
+/// Reads and verifies one segment. `Ok(None)` when the file is gone (a writer replaced it after
+/// the manifest was read; the caller re-reads the manifest).
+pub(crate) fn read_segment(dir: &Path, meta: &SegmentMeta) -> Result<Option<Segment>> {
+    let path = dir.join(&meta.file);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    if bytes.len() as u64 != meta.bytes || crc32fast::hash(&bytes) != meta.crc32 {
+        return Err(corrupt(
+            dir,
+            format!("{} does not match its checksum in {MANIFEST}", meta.file),
+        ));
+    }
+    let segment =
+        Segment::decode(&bytes).map_err(|m| corrupt(dir, format!("{}: {m}", meta.file)))?;
+    if segment.docs.len() != meta.docs as usize || meta.deleted.iter().any(|&d| d >= meta.docs) {
+        return Err(corrupt(
+            dir,
+            format!("{} does not hold the documents {MANIFEST} lists", meta.file),
+        ));
+    }
+    Ok(Some(segment))
+}
+
+/// Writes `bytes` to `dir/name` durably: temporary file, fsync, rename.
+pub(crate) fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let mut file = File::create(&tmp).map_err(io(&tmp))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(io(&tmp))?;
+    drop(file);
+    std::fs::rename(&tmp, dir.join(name)).map_err(io(&tmp))?;
+    sync_dir(dir)
+}
+
+/// Makes renames in `dir` durable (a no-op where directories cannot be opened, as on Windows).
+fn sync_dir(dir: &Path) -> Result<()> {
+    match File::open(dir) {
+        Ok(handle) => handle
+            .sync_all()
+            .or_else(ignore_unsupported)
+            .map_err(io(dir)),
+        Err(_) => Ok(()),
+    }
+}
+
+fn ignore_unsupported(e: std::io::Error) -> std::io::Result<()> {
+    if e.kind() == std::io::ErrorKind::PermissionDenied
+        || e.kind() == std::io::ErrorKind::Unsupported
+    {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}
+
+/// Writes a segment file; returns its manifest entry.
+pub(crate) fn write_segment(dir: &Path, name: &str, segment: &Segment) -> Result<SegmentMeta> {
+    let bytes = segment.encode();
+    write_durably(dir, name, &bytes)?;
+    Ok(SegmentMeta {
+        file: name.to_string(),
+        bytes: bytes.len() as u64,
+        crc32: crc32fast::hash(&bytes),
+        docs: segment.docs.len() as u32,
+        passages: segment.passages.len() as u32,
+        deleted: Vec::new(),
+    })
+}
+
+/// Commits: atomically replaces the manifest.
+pub(crate) fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<()> {
+    let text = serde_json::to_string_pretty(manifest).expect("manifest serialises");
+    write_durably(dir, MANIFEST, text.as_bytes())
+}
+
+/// Takes the writer lock of `dir`, failing at once (naming the lock) when another writer holds it.
+pub(crate) fn lock(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io(&path))?;
+    match FileExt::try_lock_exclusive(&file) {
+        Ok(true) => Ok(file),
+        Ok(false) => Err(Error::Locked {
+            dir: dir.to_path_buf(),
+            lock: path,
+        }),
+        Err(e) => Err(io(&path)(e)),
+    }
+}
+
+/// Whether `name` is a file this crate writes (so the directory check and cleaning never touch
+/// anything else).
+pub(crate) fn is_index_file(name: &str) -> bool {
+    name == MANIFEST || name == LOCK || is_segment_file(name) || is_temporary(name)
+}
+
+fn is_segment_file(name: &str) -> bool {
+    name.starts_with("seg-") && name.ends_with(".lseg")
+}
+
+fn is_temporary(name: &str) -> bool {
+    name.strip_suffix(".tmp")
+        .is_some_and(|base| base == MANIFEST || is_segment_file(base))
+}
+
+/// Deletes segment files the manifest does not list and temporary files of unfinished commits.
+/// Only the lock holder calls this, so no commit is in progress.
+pub(crate) fn remove_unlisted(dir: &Path, manifest: &Manifest) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(io(dir))?;
+    for entry in entries {
+        let name = entry
+            .map_err(io(dir))?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let listed = manifest.segments.iter().any(|s| s.file == name);
+        let leftover = (is_segment_file(&name) && !listed) || is_temporary(&name);
+        if leftover {
+            let path = dir.join(&name);
+            std::fs::remove_file(&path).map_err(io(&path))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,274 @@
+//! The single writer of an index: add, replace and remove documents, then commit atomically.
+
+use crate::analysis::Analyzer;
+use crate::document::Document;
+use crate::error::{io, Error, Result};
+use crate::index::{load_segments, Index, LiveSegment};
+use crate::segment::Segment;
+use crate::store::{self, IndexSettings, Manifest, SegmentMeta};
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+/// More segments than this after a commit are merged into one, so searches touch few files and
+/// deleted documents are dropped for good.
+const MAX_SEGMENTS: usize = 8;
+
+/// What [`IndexWriter::add`] did with a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddOutcome {
+    /// A new id.
+    Added,
+    /// An existing id with different content: the old document goes at the next commit.
+    Replaced,
+    /// An existing id with the same content hash: nothing to do.
+    Unchanged,
+}
+
+/// The result of a commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// The generation now on disk.
+    pub generation: u64,
+    /// Live documents after the commit.
+    pub documents: usize,
+    /// Segment files after the commit.
+    pub segments: usize,
+}
+
+/// Holds the index's writer lock for its lifetime; changes are invisible (to readers and after a
+/// crash) until [`IndexWriter::commit`] returns.
+pub struct IndexWriter {
+    _lock: File,
+    index: Index,
+    pending: Vec<Option<Document>>,
+    pending_ids: HashMap<String, usize>,
+    removed: HashSet<String>,
+}
+
+impl IndexWriter {
+    /// Opens the index at `dir` for writing, creating it with `settings` when the directory does
+    /// not exist or is empty (an existing index keeps its own settings: see [`Self::settings`]).
+    /// Fails with [`Error::Locked`] while another writer is open, and refuses a non-empty
+    /// directory that is not an index. Files left by an interrupted commit are removed.
+    pub fn open_or_create(dir: impl AsRef<Path>, settings: IndexSettings) -> Result<IndexWriter> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let lock = store::lock(dir)?;
+        let manifest = match store::read_manifest(dir)? {
+            Some(manifest) => manifest,
+            None => create(dir, settings)?,
+        };
+        store::remove_unlisted(dir, &manifest)?;
+        let segments = load_segments(dir, &manifest)?.ok_or_else(|| Error::Corrupt {
+            dir: dir.to_path_buf(),
+            message: format!("a segment file listed in {} is missing", store::MANIFEST),
+        })?;
+        let index = Index::from_parts(dir, manifest, segments);
+        Ok(IndexWriter {
+            _lock: lock,
+            index,
+            pending: Vec::new(),
+            pending_ids: HashMap::new(),
+            removed: HashSet::new(),
+        })
+    }
+
+    /// Opens an existing index for writing.
+    pub fn open(dir: impl AsRef<Path>) -> Result<IndexWriter> {
+        let dir = dir.as_ref();
+        if store::read_manifest(dir)?.is_none() {
+            return Err(Error::NoIndex {
+                dir: dir.to_path_buf(),
+            });
+        }
+        Self::open_or_create(dir, IndexSettings::default())
+    }
+
+    /// The index's settings.
+    pub fn settings(&self) -> IndexSettings {
+        self.index.settings()
+    }
+
+    /// The last commit, as readers see it.
+    pub fn committed(&self) -> &Index {
+        &self.index
+    }
+
+    /// Documents added or replaced since the last commit.
+    pub fn pending(&self) -> usize {
+        self.pending_ids.len()
+    }
+
+    /// Stages `doc`: a new id is added, a known id with new content replaces the old document,
+    /// and a known id with the same content is left alone.
+    pub fn add(&mut self, doc: Document) -> AddOutcome {
+        let hash = doc.content_hash();
+        if let Some(&slot) = self.pending_ids.get(&doc.id) {
+            let staged = self.pending[slot].as_ref().expect("staged slot is filled");
+            if staged.content_hash() == hash {
+                return AddOutcome::Unchanged;
+            }
+            self.pending[slot] = Some(doc);
+            return AddOutcome::Replaced;
+        }
+        let committed = self.committed_hash(&doc.id);
+        if committed == Some(hash) {
+            // Same content as committed: also cancels a staged removal of this id.
+            self.removed.remove(&doc.id);
+            return AddOutcome::Unchanged;
+        }
+        let outcome = if committed.is_some() {
+            self.removed.insert(doc.id.clone());
+            AddOutcome::Replaced
+        } else {
+            AddOutcome::Added
+        };
+        self.pending_ids.insert(doc.id.clone(), self.pending.len());
+        self.pending.push(Some(doc));
+        outcome
+    }
+
+    fn committed_hash(&self, id: &str) -> Option<crate::document::ContentHash> {
+        let &(s, d) = self.index.ids.get(id)?;
+        Some(self.index.segments[s].segment.docs[d as usize].hash)
+    }
+
+    /// Stages the removal of `id`; false when no such document is committed or staged.
+    pub fn remove(&mut self, id: &str) -> bool {
+        let mut found = false;
+        if let Some(slot) = self.pending_ids.remove(id) {
+            self.pending[slot] = None;
+            found = true;
+        }
+        if self.index.ids.contains_key(id) {
+            self.removed.insert(id.to_string());
+            found = true;
+        }
+        found
+    }
+
+    /// Makes every staged change durable and visible, atomically. With nothing staged it only
+    /// reports the current state.
+    pub fn commit(&mut self) -> Result<CommitInfo> {
+        if self.pending_ids.is_empty() && self.removed.is_empty() {
+            return Ok(self.info());
+        }
+        let dir = self.index.dir().to_path_buf();
+        let generation = self.index.generation() + 1;
+        let mut parts = self.surviving_segments();
+        let staged: Vec<&Document> = self.pending.iter().flatten().collect();
+        if !staged.is_empty() {
+            let settings = self.settings();
+            let segment =
+                Segment::build(staged, &Analyzer::new(settings.analyzer), settings.chunking);
+            let meta = store::write_segment(&dir, &segment_name(generation, 0), &segment)?;
+            parts.push((
+                meta,
+                LiveSegment {
+                    deleted: vec![false; segment.docs.len()],
+                    segment: Arc::new(segment),
+                },
+            ));
+        }
+        if parts.len() > MAX_SEGMENTS {
+            parts = vec![merge(&dir, generation, &parts)?];
+        }
+        let manifest = Manifest {
+            generation,
+            segments: parts.iter().map(|(meta, _)| meta.clone()).collect(),
+            ..self.index.manifest.clone()
+        };
+        store::write_manifest(&dir, &manifest)?;
+        self.index = Index::from_parts(
+            &dir,
+            manifest,
+            parts.into_iter().map(|(_, live)| live).collect(),
+        );
+        self.pending.clear();
+        self.pending_ids.clear();
+        self.removed.clear();
+        // Old segments are garbage now; a reader still opening them retries with the new manifest.
+        store::remove_unlisted(&dir, &self.index.manifest)?;
+        Ok(self.info())
+    }
+
+    fn info(&self) -> CommitInfo {
+        CommitInfo {
+            generation: self.index.generation(),
+            documents: self.index.len(),
+            segments: self.index.segments.len(),
+        }
+    }
+
+    /// The committed segments with this commit's deletions applied; fully deleted ones dropped.
+    fn surviving_segments(&self) -> Vec<(SegmentMeta, LiveSegment)> {
+        let mut parts: Vec<(SegmentMeta, LiveSegment)> = self
+            .index
+            .manifest
+            .segments
+            .iter()
+            .cloned()
+            .zip(self.index.segments.iter().cloned())
+            .collect();
+        for id in &self.removed {
+            if let Some(&(s, d)) = self.index.ids.get(id) {
+                parts[s].1.deleted[d as usize] = true;
+            }
+        }
+        parts.retain(|(_, live)| live.deleted.iter().any(|&gone| !gone));
+        for (meta, live) in &mut parts {
+            meta.deleted = (0..live.deleted.len() as u32)
+                .filter(|&d| live.deleted[d as usize])
+                .collect();
+        }
+        parts
+    }
+}
+
+/// Creates a new index: the directory must hold nothing but (leftover) index files.
+fn create(dir: &Path, settings: IndexSettings) -> Result<Manifest> {
+    let entries = std::fs::read_dir(dir).map_err(io(dir))?;
+    for entry in entries {
+        let name = entry
+            .map_err(io(dir))?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if !store::is_index_file(&name) {
+            return Err(Error::Config(format!(
+                "{} is not empty and is not a lector index (found `{name}`); choose another --index directory",
+                dir.display()
+            )));
+        }
+    }
+    settings.bm25.validate().map_err(Error::Config)?;
+    let manifest = Manifest::empty(settings);
+    store::write_manifest(dir, &manifest)?;
+    Ok(manifest)
+}
+
+fn segment_name(generation: u64, n: usize) -> String {
+    format!("seg-{generation:010}-{n}.lseg")
+}
+
+fn merge(
+    dir: &Path,
+    generation: u64,
+    parts: &[(SegmentMeta, LiveSegment)],
+) -> Result<(SegmentMeta, LiveSegment)> {
+    let inputs: Vec<(&Segment, &[bool])> = parts
+        .iter()
+        .map(|(_, l)| (l.segment.as_ref(), l.deleted.as_slice()))
+        .collect();
+    let merged = Segment::merge(&inputs);
+    let meta = store::write_segment(dir, &segment_name(generation, 1), &merged)?;
+    Ok((
+        meta,
+        LiveSegment {
+            deleted: vec![false; merged.docs.len()],
+            segment: Arc::new(merged),
+        },
+    ))
+}

@@ -1,0 +1,328 @@
+//! Storage, commits, locking and search of lector-index on real SciFact and SQuAD slices.
+
+use lector_index::ingest::{self, IngestOptions, Item};
+use lector_index::{
+    Bm25Params, Document, Error, Index, IndexSettings, IndexWriter, Retriever, Stemmer,
+};
+use std::path::{Path, PathBuf};
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+/// The first `n` SciFact abstracts as documents (title + text), read by the ingestion code.
+fn scifact(n: usize) -> Vec<Document> {
+    let walk = ingest::walk(&[data("beir/scifact/corpus.jsonl")]);
+    let mut docs = Vec::new();
+    ingest::read_file(&walk.files[0], &IngestOptions::default(), &mut |item, _| {
+        if let (Item::Document(doc), true) = (item, docs.len() < n) {
+            docs.push(doc);
+        }
+        Ok(())
+    })
+    .unwrap();
+    docs
+}
+
+fn ids(index: &Index) -> Vec<String> {
+    let mut ids: Vec<String> = index.documents().map(|d| d.id.to_string()).collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn add_replace_unchanged_remove_persist() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = scifact(30);
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    for doc in &docs[..20] {
+        assert_eq!(writer.add(doc.clone()), lector_index::AddOutcome::Added);
+    }
+    assert!(
+        Index::open(dir.path()).unwrap().is_empty(),
+        "staged documents are invisible before commit"
+    );
+    writer.commit().unwrap();
+    assert_eq!(
+        writer.add(docs[0].clone()),
+        lector_index::AddOutcome::Unchanged
+    );
+    let mut changed = docs[1].clone();
+    changed.text.push_str(" Appended sentence about zebrafish.");
+    assert_eq!(writer.add(changed), lector_index::AddOutcome::Replaced);
+    assert!(writer.remove(&docs[2].id));
+    assert!(!writer.remove("no-such-id"));
+    for doc in &docs[20..] {
+        writer.add(doc.clone());
+    }
+    let info = writer.commit().unwrap();
+    assert_eq!((info.generation, info.documents, info.segments), (2, 29, 2));
+    drop(writer);
+
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(index.len(), 29);
+    assert!(index.document(&docs[2].id).is_none());
+    assert!(index
+        .document(&docs[1].id)
+        .unwrap()
+        .text
+        .ends_with("zebrafish."));
+    let hits = index
+        .bm25(Bm25Params::default())
+        .retrieve("zebrafish", 5)
+        .unwrap();
+    assert_eq!(
+        hits.len(),
+        1,
+        "the replaced version is gone from the postings"
+    );
+    assert_eq!(hits[0].doc_id, docs[1].id);
+}
+
+#[test]
+fn passages_of_stored_documents_slice_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    let mut docs = scifact(200);
+    docs.push(Document::new(
+        "unicode",
+        "Größere Zellen — 細胞は分裂する。 Ça va? Émile’s naïve café 🎉 serves crème brûlée.",
+    ));
+    for doc in docs {
+        writer.add(doc);
+    }
+    writer.commit().unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    for doc in index.documents() {
+        for span in &doc.passages {
+            let by_bytes = &doc.text[span.byte_start..span.byte_end];
+            let by_chars: String = doc
+                .text
+                .chars()
+                .skip(span.char_start)
+                .take(span.char_end - span.char_start)
+                .collect();
+            assert_eq!(by_bytes, by_chars, "document {}", doc.id);
+        }
+    }
+    for hit in index
+        .bm25(Bm25Params::default())
+        .retrieve("café brûlée zellen", 3)
+        .unwrap()
+    {
+        let doc = index.document(&hit.doc_id).unwrap();
+        assert_eq!(hit.text, doc.text[hit.span.byte_start..hit.span.byte_end]);
+    }
+}
+
+#[test]
+fn second_writer_gets_a_lock_error_naming_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    let err = IndexWriter::open_or_create(dir.path(), IndexSettings::default())
+        .err()
+        .unwrap();
+    assert!(matches!(err, Error::Locked { .. }));
+    assert!(err.to_string().contains("write.lock"), "{err}");
+    assert!(Index::open(dir.path()).is_ok(), "readers need no lock");
+    drop(first);
+    IndexWriter::open(dir.path()).unwrap();
+}
+
+#[test]
+fn leftovers_of_an_interrupted_commit_are_ignored_then_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    for doc in scifact(10) {
+        writer.add(doc);
+    }
+    writer.commit().unwrap();
+    drop(writer);
+    // What a crash between writing files and renaming the manifest leaves behind.
+    std::fs::write(dir.path().join("seg-0000000002-0.lseg"), b"half a segment").unwrap();
+    std::fs::write(dir.path().join("seg-0000000002-0.lseg.tmp"), b"half").unwrap();
+    std::fs::write(dir.path().join("MANIFEST.json.tmp"), b"{\"trunc").unwrap();
+    assert_eq!(Index::open(dir.path()).unwrap().len(), 10);
+    IndexWriter::open(dir.path()).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["MANIFEST.json", "seg-0000000001-0.lseg", "write.lock"]
+    );
+}
+
+#[test]
+fn damaged_or_newer_indexes_are_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.add(Document::new("a", "some text"));
+    writer.commit().unwrap();
+    drop(writer);
+    let segment = dir.path().join("seg-0000000001-0.lseg");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&segment, bytes).unwrap();
+    let err = Index::open(dir.path()).err().unwrap().to_string();
+    assert!(err.contains("does not match its checksum"), "{err}");
+    let manifest = dir.path().join("MANIFEST.json");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("\"version\": 1", "\"version\": 99");
+    std::fs::write(&manifest, text).unwrap();
+    let err = Index::open(dir.path()).err().unwrap().to_string();
+    assert!(err.contains("format version 99 is not supported"), "{err}");
+
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("thesis.txt"), "precious").unwrap();
+    let err = IndexWriter::open_or_create(other.path(), IndexSettings::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("is not a lector index"), "{err}");
+    assert!(matches!(
+        Index::open(other.path()),
+        Err(Error::NoIndex { .. })
+    ));
+}
+
+#[test]
+fn many_commits_merge_into_the_same_ranking() {
+    let docs = scifact(120);
+    let merged_dir = tempfile::tempdir().unwrap();
+    let mut writer =
+        IndexWriter::open_or_create(merged_dir.path(), IndexSettings::default()).unwrap();
+    for chunk in docs.chunks(10) {
+        for doc in chunk {
+            writer.add(doc.clone());
+        }
+        writer.remove(&chunk[0].id);
+        writer.commit().unwrap();
+    }
+    assert!(writer.committed().stats().segments <= 8);
+    let single_dir = tempfile::tempdir().unwrap();
+    let mut single =
+        IndexWriter::open_or_create(single_dir.path(), IndexSettings::default()).unwrap();
+    for chunk in docs.chunks(10) {
+        for doc in &chunk[1..] {
+            single.add(doc.clone());
+        }
+    }
+    single.commit().unwrap();
+    let (a, b) = (
+        Index::open(merged_dir.path()).unwrap(),
+        Index::open(single_dir.path()).unwrap(),
+    );
+    assert_eq!(ids(&a), ids(&b));
+    for query in [
+        "cancer risk in children",
+        "protein folding",
+        "vitamin D deficiency",
+    ] {
+        let ra = a.bm25(Bm25Params::default()).retrieve(query, 10).unwrap();
+        let rb = b.bm25(Bm25Params::default()).retrieve(query, 10).unwrap();
+        let key =
+            |h: &lector_index::Hit| (h.doc_id.clone(), h.passage, (h.score * 1e9).round() as i64);
+        assert_eq!(
+            ra.iter().map(key).collect::<Vec<_>>(),
+            rb.iter().map(key).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn k1_and_b_change_scores_and_stemming_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = IndexSettings::default();
+    settings.analyzer.stemmer = Stemmer::None;
+    let mut writer = IndexWriter::open_or_create(dir.path(), settings).unwrap();
+    for doc in scifact(100) {
+        writer.add(doc);
+    }
+    writer.commit().unwrap();
+    drop(writer);
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(index.settings().analyzer.stemmer, Stemmer::None);
+    let a = index
+        .bm25(Bm25Params { k1: 1.2, b: 0.75 })
+        .retrieve("cells", 3)
+        .unwrap();
+    let b = index
+        .bm25(Bm25Params { k1: 0.5, b: 0.2 })
+        .retrieve("cells", 3)
+        .unwrap();
+    assert_ne!(a[0].score, b[0].score);
+    assert!(index
+        .bm25(Bm25Params::default())
+        .retrieve("cell", 3)
+        .unwrap()
+        .iter()
+        .all(|h| !h.text.is_empty()));
+}
+
+#[test]
+fn squad_paragraph_retrieval_finds_the_answer_paragraph() {
+    let walk = ingest::walk(&[data("squad/dev-v1.1.json")]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    ingest::read_file(&walk.files[0], &IngestOptions::default(), &mut |item, _| {
+        if let Item::Document(doc) = item {
+            if doc.id.starts_with("Super_Bowl_50#") {
+                writer.add(doc);
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    writer.commit().unwrap();
+    let index = writer.committed();
+    let hits = index
+        .bm25(Bm25Params::default())
+        .retrieve("Which NFL team represented the AFC at Super Bowl 50?", 5)
+        .unwrap();
+    assert!(hits.iter().any(|h| h.text.contains("Denver Broncos")));
+}
+
+/// A 50 MB document (SciFact abstracts joined, about 7.5 million words) indexes, commits, reopens
+/// and answers queries. Slow unoptimised: `cargo test --release -p lector-index -- --ignored`.
+#[test]
+#[ignore = "50 MB input; run with --release -- --ignored"]
+fn fifty_megabyte_document() {
+    let abstracts: Vec<String> = scifact(6000).into_iter().map(|d| d.text).collect();
+    let mut text = String::new();
+    while text.len() < 50 << 20 {
+        for a in &abstracts {
+            text.push_str(a);
+            text.push_str("\n\n");
+        }
+    }
+    let started = std::time::Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.add(Document::new("big", text.clone()));
+    writer.commit().unwrap();
+    drop(writer);
+    let built = started.elapsed();
+    let index = Index::open(dir.path()).unwrap();
+    let opened = started.elapsed() - built;
+    let doc = index.document("big").unwrap();
+    assert_eq!(doc.text.len(), text.len());
+    let last = doc.passages.last().unwrap();
+    assert_eq!(last.char_end, text.trim_end().chars().count());
+    let hits = index
+        .bm25(Bm25Params::default())
+        .retrieve("microstructural white matter", 5)
+        .unwrap();
+    assert_eq!(hits.len(), 5);
+    eprintln!(
+        "50 MB: {} passages, indexed and committed in {built:.1?}, reopened in {opened:.1?}, {} segment bytes",
+        doc.passages.len(),
+        index.stats().bytes
+    );
+}

@@ -4,13 +4,15 @@ use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use lector_eval::report::{Metric, Report};
-use lector_eval::{retrieval, rouge};
 use lector_eval::squad::{self, NoAnswer, QuestionScore};
 use lector_eval::stats::{self, Bootstrap, Interval};
+use lector_eval::{retrieval, rouge};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+mod with_index;
 
 #[derive(Subcommand)]
 pub enum EvalCommand {
@@ -132,8 +134,31 @@ pub struct RetrievalArgs {
     #[arg(long)]
     qrels: Option<PathBuf>,
     /// Answer-containment mode: JSON lines `{qid, answers: [..], passages: [{id, text}, ..]}` in rank order.
-    #[arg(long, required_unless_present = "run")]
+    #[arg(long, required_unless_present_any = ["run", "index"], conflicts_with = "index")]
     answers: Option<PathBuf>,
+    /// Evaluate lector's own retrieval: run --queries against this index (with --qrels: document
+    /// ranking by best passage; without: answer containment of the ranked passages).
+    #[arg(long, requires = "queries", conflicts_with = "run")]
+    index: Option<PathBuf>,
+    /// Queries for --index: JSON lines `{_id, text}` (BEIR; `id`/`qid` and `query`/`question` also
+    /// read, optional `answers: [..]`), or a SQuAD dataset (.json) whose questions carry answers.
+    #[arg(long, requires = "index")]
+    queries: Option<PathBuf>,
+    /// Retriever for --index: bm25 (dense and hybrid arrive with the embedder).
+    #[arg(long, default_value = "bm25")]
+    mode: lector_index::Mode,
+    /// BM25 k1 for --index [default: the index's].
+    #[arg(long)]
+    k1: Option<f64>,
+    /// BM25 b for --index [default: the index's].
+    #[arg(long)]
+    b: Option<f64>,
+    /// Documents retrieved per query for --index with --qrels.
+    #[arg(long, default_value_t = 1000)]
+    depth: usize,
+    /// Write what --index retrieved: a TREC run (with --qrels) or answer-mode JSON lines.
+    #[arg(long, requires = "index")]
+    run_out: Option<PathBuf>,
     /// Cutoffs for the ranking metrics.
     #[arg(long, value_delimiter = ',', default_values_t = lector_eval::retrieval::DEFAULT_KS)]
     k: Vec<usize>,
@@ -158,6 +183,7 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
         EvalCommand::Squad(args) => squad(args),
         EvalCommand::Rouge(args) => rouge(args),
         EvalCommand::Retrieval(args) => match (&args.run, &args.qrels, &args.answers) {
+            _ if args.index.is_some() => with_index::run(&args),
             (Some(run), Some(qrels), _) => ranking_metrics(run, qrels, &args),
             (_, _, Some(answers)) => answer_containment(answers, &args),
             _ => bail!("give --run with --qrels, or --answers"),
@@ -169,7 +195,11 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
 fn squad(args: SquadArgs) -> Result<()> {
     let dataset = squad::read_dataset(&args.data)?;
     let predictions = squad::read_predictions(&args.predictions)?;
-    let na_probs = args.na_prob_file.as_deref().map(squad::read_na_probs).transpose()?;
+    let na_probs = args
+        .na_prob_file
+        .as_deref()
+        .map(squad::read_na_probs)
+        .transpose()?;
     if na_probs.is_some() && dataset.version == squad::SquadVersion::V1_1 {
         eprintln!("warning: no-answer probabilities are ignored for SQuAD v1.1 data");
     }
@@ -189,7 +219,14 @@ fn squad(args: SquadArgs) -> Result<()> {
         write_jsonl(path, &evaluation.questions)?;
     }
     if let Some(path) = &args.html {
-        squad_report(&args.data, &evaluation, &intervals, settings.confidence, args.na_prob_thresh).write(path)?;
+        squad_report(
+            &args.data,
+            &evaluation,
+            &intervals,
+            settings.confidence,
+            args.na_prob_thresh,
+        )
+        .write(path)?;
     }
     if args.json {
         let mut out = evaluation.summary.clone();
@@ -204,7 +241,11 @@ fn squad(args: SquadArgs) -> Result<()> {
     Ok(())
 }
 
-fn warn_about_coverage(dataset: &squad::Dataset, predictions: &squad::Predictions, missing: &[String]) {
+fn warn_about_coverage(
+    dataset: &squad::Dataset,
+    predictions: &squad::Predictions,
+    missing: &[String],
+) {
     if !missing.is_empty() {
         eprintln!(
             "warning: {} of {} questions have no prediction and score 0 (first: {})",
@@ -226,29 +267,39 @@ fn warn_about_coverage(dataset: &squad::Dataset, predictions: &squad::Prediction
 /// Named percentage intervals, keyed like the official output (exact, f1, HasAns_exact, ...).
 type Intervals = Vec<(String, Interval)>;
 
-fn squad_intervals(questions: &[QuestionScore], version: squad::SquadVersion, settings: &Bootstrap) -> Intervals {
-    let (em_key, subsets): (&str, Vec<(&str, Box<dyn Fn(&QuestionScore) -> bool>)>) = match version {
-        squad::SquadVersion::V1_1 => ("exact_match", vec![("", Box::new(|_| true))]),
-        squad::SquadVersion::V2_0 => (
-            "exact",
-            vec![
-                ("", Box::new(|_| true)),
-                ("HasAns_", Box::new(|q| q.has_ans)),
-                ("NoAns_", Box::new(|q| !q.has_ans)),
-            ],
-        ),
+/// Which questions a group of SQuAD v2.0 metrics covers.
+type QuestionFilter = fn(&QuestionScore) -> bool;
+
+fn squad_intervals(
+    questions: &[QuestionScore],
+    version: squad::SquadVersion,
+    settings: &Bootstrap,
+) -> Intervals {
+    let groups: &[(&str, QuestionFilter)] = match version {
+        squad::SquadVersion::V1_1 => &[("", |_| true)],
+        squad::SquadVersion::V2_0 => &[
+            ("", |_| true),
+            ("HasAns_", |q| q.has_ans),
+            ("NoAns_", |q| !q.has_ans),
+        ],
     };
     let mut out = Vec::new();
-    for (prefix, keep) in subsets {
+    for &(prefix, keep) in groups {
         let subset: Vec<&QuestionScore> = questions.iter().filter(|q| keep(q)).collect();
         if subset.is_empty() {
             continue;
         }
         let em: Vec<f64> = subset.iter().map(|q| q.em).collect();
         let f1: Vec<f64> = subset.iter().map(|q| q.f1).collect();
-        let key = if prefix.is_empty() { em_key.to_string() } else { format!("{prefix}exact") };
-        out.push((key, stats::bootstrap_mean(&em, settings).scaled(100.0)));
-        out.push((format!("{prefix}f1"), stats::bootstrap_mean(&f1, settings).scaled(100.0)));
+        let em_key = match (version, prefix) {
+            (squad::SquadVersion::V1_1, _) => "exact_match".to_string(),
+            _ => format!("{prefix}exact"),
+        };
+        out.push((em_key, stats::bootstrap_mean(&em, settings).scaled(100.0)));
+        out.push((
+            format!("{prefix}f1"),
+            stats::bootstrap_mean(&f1, settings).scaled(100.0),
+        ));
     }
     out
 }
@@ -261,11 +312,13 @@ fn print_squad_table(summary: &Map<String, Value>, intervals: &Intervals, confid
         .map(|(key, value)| {
             let shown = match value.as_u64() {
                 Some(n) if key.ends_with("total") => n.to_string(),
-                _ => value.as_f64().map_or_else(|| value.to_string(), |v| format!("{v:.4}")),
+                _ => value
+                    .as_f64()
+                    .map_or_else(|| value.to_string(), |v| format!("{v:.4}")),
             };
-            let interval = ci
-                .get(key.as_str())
-                .map_or(String::new(), |i| format!("[{}, {}]", fmt2(i.low), fmt2(i.high)));
+            let interval = ci.get(key.as_str()).map_or(String::new(), |i| {
+                format!("[{}, {}]", fmt2(i.low), fmt2(i.high))
+            });
             vec![key.clone(), shown, interval]
         })
         .collect();
@@ -306,10 +359,13 @@ fn squad_report(
 /// HasAns/NoAns breakdown: how often the system answered, abstained, and was right.
 fn breakdown(report: &mut Report, questions: &[QuestionScore], threshold: f64) {
     let row = |label: &str, has_ans: bool| {
-        let group: Vec<&QuestionScore> = questions.iter().filter(|q| q.has_ans == has_ans).collect();
+        let group: Vec<&QuestionScore> =
+            questions.iter().filter(|q| q.has_ans == has_ans).collect();
         let abstained = group
             .iter()
-            .filter(|q| q.prediction.as_deref() == Some("") || q.na_prob.is_some_and(|p| p > threshold))
+            .filter(|q| {
+                q.prediction.as_deref() == Some("") || q.na_prob.is_some_and(|p| p > threshold)
+            })
             .count();
         let n = group.len().max(1) as f64;
         vec![
@@ -334,9 +390,14 @@ fn rouge(args: RougeArgs) -> Result<()> {
         bail!("{}: no items", args.input.display());
     }
     let scorer = rouge::RougeScorer::new(args.stem);
-    let scores: Vec<rouge::RougeScores> = items.iter().map(|i| scorer.score(&i.prediction, &i.references)).collect();
+    let scores: Vec<rouge::RougeScores> = items
+        .iter()
+        .map(|i| scorer.score(&i.prediction, &i.references))
+        .collect();
     let settings = args.bootstrap.settings();
-    let types: [(&str, fn(&rouge::RougeScores) -> rouge::Score); 4] = [
+    type Pick = fn(&rouge::RougeScores) -> rouge::Score;
+    type Part = fn(rouge::Score) -> f64;
+    let types: [(&str, Pick); 4] = [
         ("rouge1", |s| s.rouge1),
         ("rouge2", |s| s.rouge2),
         ("rougeL", |s| s.rouge_l),
@@ -344,15 +405,25 @@ fn rouge(args: RougeArgs) -> Result<()> {
     ];
     let mut intervals = Intervals::new();
     for (name, pick) in types {
-        let parts: [(&str, fn(rouge::Score) -> f64); 3] =
-            [("precision", |s| s.precision), ("recall", |s| s.recall), ("fmeasure", |s| s.fmeasure)];
+        let parts: [(&str, Part); 3] = [
+            ("precision", |s| s.precision),
+            ("recall", |s| s.recall),
+            ("fmeasure", |s| s.fmeasure),
+        ];
         for (part, value) in parts {
             let values: Vec<f64> = scores.iter().map(|s| value(pick(s))).collect();
-            intervals.push((format!("{name}.{part}"), stats::bootstrap_mean(&values, &settings)));
+            intervals.push((
+                format!("{name}.{part}"),
+                stats::bootstrap_mean(&values, &settings),
+            ));
         }
     }
     if let Some(path) = &args.per_item {
-        let rows: Vec<Value> = items.iter().zip(&scores).map(|(i, s)| json!({"id": i.id, "scores": s})).collect();
+        let rows: Vec<Value> = items
+            .iter()
+            .zip(&scores)
+            .map(|(i, s)| json!({"id": i.id, "scores": s}))
+            .collect();
         write_jsonl(path, &rows)?;
     }
     if let Some(path) = &args.html {
@@ -362,19 +433,44 @@ fn rouge(args: RougeArgs) -> Result<()> {
             .filter(|(n, _)| n.ends_with(".fmeasure"))
             .map(|(n, i)| Metric::with_interval(n.clone(), *i))
             .collect();
-        report.metrics("Headline metrics (F-measure)", &headline, settings.confidence);
+        report.metrics(
+            "Headline metrics (F-measure)",
+            &headline,
+            settings.confidence,
+        );
         let f: Vec<f64> = scores.iter().map(|s| s.rouge_l.fmeasure).collect();
         report.histogram("ROUGE-L F per item", &f, (0.0, 1.0), 20, "ROUGE-L F");
-        report.note(&format!("{} items; stemming {}.", items.len(), if args.stem { "on" } else { "off" }));
+        report.note(&format!(
+            "{} items; stemming {}.",
+            items.len(),
+            if args.stem { "on" } else { "off" }
+        ));
         report.write(path)?;
     }
-    print_intervals(args.json, items.len(), "items", &intervals, settings.confidence)
+    print_intervals(
+        args.json,
+        items.len(),
+        "items",
+        &intervals,
+        settings.confidence,
+    )
 }
 
 fn ranking_metrics(run_path: &Path, qrels_path: &Path, args: &RetrievalArgs) -> Result<()> {
     let run = retrieval::read_run(run_path)?;
     let qrels = retrieval::read_qrels(qrels_path)?;
-    let eval = retrieval::evaluate(&run, &qrels, &args.k);
+    score_run(&run, run_path, &qrels, qrels_path, args)
+}
+
+/// Ranking metrics of `run` (read from, or produced for, `run_path`) against the qrels.
+fn score_run(
+    run: &retrieval::Run,
+    run_path: &Path,
+    qrels: &retrieval::Qrels,
+    qrels_path: &Path,
+    args: &RetrievalArgs,
+) -> Result<()> {
+    let eval = retrieval::evaluate(run, qrels, &args.k);
     if eval.num_evaluated() == 0 {
         bail!(
             "no query of {} has judgements in {}: nothing to evaluate",
@@ -383,8 +479,14 @@ fn ranking_metrics(run_path: &Path, qrels_path: &Path, args: &RetrievalArgs) -> 
         );
     }
     for (what, ids) in [
-        ("run queries have no judgements and are skipped", &eval.run_qids_without_qrels),
-        ("judged queries are absent from the run and are skipped", &eval.qrels_qids_without_run),
+        (
+            "run queries have no judgements and are skipped",
+            &eval.run_qids_without_qrels,
+        ),
+        (
+            "judged queries are absent from the run and are skipped",
+            &eval.qrels_qids_without_run,
+        ),
     ] {
         if !ids.is_empty() {
             eprintln!("warning: {} {what} (first: {})", ids.len(), ids[0]);
@@ -394,7 +496,12 @@ fn ranking_metrics(run_path: &Path, qrels_path: &Path, args: &RetrievalArgs) -> 
     let intervals: Intervals = eval
         .metric_names
         .iter()
-        .map(|name| (name.clone(), stats::bootstrap_mean(&eval.values(name), &settings)))
+        .map(|name| {
+            (
+                name.clone(),
+                stats::bootstrap_mean(&eval.values(name), &settings),
+            )
+        })
         .collect();
     if let Some(path) = &args.per_query {
         write_jsonl(path, &eval.queries)?;
@@ -407,33 +514,69 @@ fn ranking_metrics(run_path: &Path, qrels_path: &Path, args: &RetrievalArgs) -> 
             .map(|(name, i)| Metric::with_interval(name.clone(), *i))
             .collect();
         report.metrics("Headline metrics", &headline, settings.confidence);
-        let recall: Vec<(f64, f64)> = eval.ks.iter().map(|&k| (k as f64, mean_of(&intervals, &format!("recall@{k}")))).collect();
+        let recall: Vec<(f64, f64)> = eval
+            .ks
+            .iter()
+            .map(|&k| (k as f64, mean_of(&intervals, &format!("recall@{k}"))))
+            .collect();
         report.curve("Recall@k", &recall, 1.0, "k", "recall");
-        report.histogram("nDCG@10 per query", &eval.values("ndcg@10"), (0.0, 1.0), 20, "nDCG@10");
-        report.note(&format!("{} queries evaluated. Metrics as trec_eval computes them.", eval.num_evaluated()));
+        report.histogram(
+            "nDCG@10 per query",
+            &eval.values("ndcg@10"),
+            (0.0, 1.0),
+            20,
+            "nDCG@10",
+        );
+        report.note(&format!(
+            "{} queries evaluated. Metrics as trec_eval computes them.",
+            eval.num_evaluated()
+        ));
         report.write(path)?;
     }
-    print_intervals(args.json, eval.num_evaluated(), "queries", &intervals, settings.confidence)
+    print_intervals(
+        args.json,
+        eval.num_evaluated(),
+        "queries",
+        &intervals,
+        settings.confidence,
+    )
 }
 
 fn mean_of(intervals: &Intervals, name: &str) -> f64 {
-    intervals.iter().find(|(n, _)| n == name).map_or(f64::NAN, |(_, i)| i.mean)
+    intervals
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or(f64::NAN, |(_, i)| i.mean)
 }
 
 fn answer_containment(path: &Path, args: &RetrievalArgs) -> Result<()> {
     let items = retrieval::read_answer_items(path)?;
+    score_answers(&items, path, args)
+}
+
+/// Answer-containment recall of ranked passages (read from, or produced for, `path`).
+fn score_answers(items: &[retrieval::AnswerItem], path: &Path, args: &RetrievalArgs) -> Result<()> {
     if items.is_empty() {
         bail!("{}: no questions", path.display());
     }
-    let recall = retrieval::answer_recall(&items, args.max_k);
+    let recall = retrieval::answer_recall(items, args.max_k);
     let settings = args.bootstrap.settings();
     let hits_at = |k: usize| -> Vec<f64> {
-        recall.queries.iter().map(|q| f64::from(u8::from(q.hit_at(k)))).collect()
+        recall
+            .queries
+            .iter()
+            .map(|q| f64::from(u8::from(q.hit_at(k))))
+            .collect()
     };
     let mut intervals: Intervals = [1, 5, 10, 20, 50, 100]
         .into_iter()
         .filter(|&k| k <= args.max_k)
-        .map(|k| (format!("recall@{k}"), stats::bootstrap_mean(&hits_at(k), &settings)))
+        .map(|k| {
+            (
+                format!("recall@{k}"),
+                stats::bootstrap_mean(&hits_at(k), &settings),
+            )
+        })
         .collect();
     let rr: Vec<f64> = recall.queries.iter().map(|q| q.reciprocal_rank()).collect();
     intervals.push(("mrr".into(), stats::bootstrap_mean(&rr, &settings)));
@@ -442,9 +585,17 @@ fn answer_containment(path: &Path, args: &RetrievalArgs) -> Result<()> {
     }
     if let Some(out) = &args.html {
         let mut report = Report::new(format!("Answer recall: {}", path.display()));
-        let headline: Vec<Metric> = intervals.iter().map(|(n, i)| Metric::with_interval(n.clone(), *i)).collect();
+        let headline: Vec<Metric> = intervals
+            .iter()
+            .map(|(n, i)| Metric::with_interval(n.clone(), *i))
+            .collect();
         report.metrics("Headline metrics", &headline, settings.confidence);
-        let curve: Vec<(f64, f64)> = recall.recall.iter().enumerate().map(|(i, r)| ((i + 1) as f64, *r)).collect();
+        let curve: Vec<(f64, f64)> = recall
+            .recall
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((i + 1) as f64, *r))
+            .collect();
         report.curve("Answer recall@k", &curve, 1.0, "k", "recall");
         report.note(&format!(
             "{} questions. A passage is a hit when it contains a gold answer as a token sequence after SQuAD normalisation.",
@@ -461,11 +612,23 @@ fn answer_containment(path: &Path, args: &RetrievalArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    print_intervals(false, recall.queries.len(), "questions", &intervals, settings.confidence)
+    print_intervals(
+        false,
+        recall.queries.len(),
+        "questions",
+        &intervals,
+        settings.confidence,
+    )
 }
 
 /// Metric means with intervals, as a table or JSON (`{metric: {mean, low, high}}`).
-fn print_intervals(json: bool, count: usize, unit: &str, intervals: &Intervals, confidence: f64) -> Result<()> {
+fn print_intervals(
+    json: bool,
+    count: usize,
+    unit: &str,
+    intervals: &Intervals,
+    confidence: f64,
+) -> Result<()> {
     if json {
         let mut out = Map::new();
         out.insert(unit.into(), count.into());
@@ -478,10 +641,19 @@ fn print_intervals(json: bool, count: usize, unit: &str, intervals: &Intervals, 
     }
     let rows: Vec<Vec<String>> = intervals
         .iter()
-        .map(|(name, i)| vec![name.clone(), format!("{:.4}", i.mean), format!("[{:.4}, {:.4}]", i.low, i.high)])
+        .map(|(name, i)| {
+            vec![
+                name.clone(),
+                format!("{:.4}", i.mean),
+                format!("[{:.4}, {:.4}]", i.low, i.high),
+            ]
+        })
         .collect();
     println!("{count} {unit}");
-    print_table(&["metric", "mean", &format!("{:.0}% CI", confidence * 100.0)], &rows);
+    print_table(
+        &["metric", "mean", &format!("{:.0}% CI", confidence * 100.0)],
+        &rows,
+    );
     Ok(())
 }
 
@@ -507,7 +679,15 @@ fn compare(args: CompareArgs) -> Result<()> {
     }
     let d = result.difference;
     print_table(
-        &["metric", "questions", "A", "B", "B - A", &format!("{:.0}% CI", settings.confidence * 100.0), "p-value"],
+        &[
+            "metric",
+            "questions",
+            "A",
+            "B",
+            "B - A",
+            &format!("{:.0}% CI", settings.confidence * 100.0),
+            "p-value",
+        ],
         &[vec![
             args.metric.clone(),
             xs.len().to_string(),
@@ -536,7 +716,11 @@ fn read_scores(path: &Path, metric: &str) -> Result<Vec<(String, f64)>> {
             let value = match line.get(metric) {
                 Some(Value::Bool(b)) => f64::from(u8::from(*b)),
                 Some(v) => v.as_f64().with_context(|| {
-                    format!("{}: record {}: `{metric}` is not a number", path.display(), i + 1)
+                    format!(
+                        "{}: record {}: `{metric}` is not a number",
+                        path.display(),
+                        i + 1
+                    )
                 })?,
                 None => bail!("{}: record {}: no `{metric}` field", path.display(), i + 1),
             };
@@ -546,11 +730,24 @@ fn read_scores(path: &Path, metric: &str) -> Result<Vec<(String, f64)>> {
 }
 
 /// Pairs the two systems' scores by question id; refuses when the question sets differ.
-fn align(path_a: &Path, a: &[(String, f64)], path_b: &Path, b: &[(String, f64)]) -> Result<(Vec<f64>, Vec<f64>)> {
+fn align(
+    path_a: &Path,
+    a: &[(String, f64)],
+    path_b: &Path,
+    b: &[(String, f64)],
+) -> Result<(Vec<f64>, Vec<f64>)> {
     let b_by_id: HashMap<&str, f64> = b.iter().map(|(id, v)| (id.as_str(), *v)).collect();
     let a_ids: std::collections::HashSet<&str> = a.iter().map(|(id, _)| id.as_str()).collect();
-    let only_a: Vec<&str> = a.iter().map(|(id, _)| id.as_str()).filter(|id| !b_by_id.contains_key(id)).collect();
-    let only_b: Vec<&str> = b.iter().map(|(id, _)| id.as_str()).filter(|id| !a_ids.contains(id)).collect();
+    let only_a: Vec<&str> = a
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .filter(|id| !b_by_id.contains_key(id))
+        .collect();
+    let only_b: Vec<&str> = b
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .filter(|id| !a_ids.contains(id))
+        .collect();
     if a_ids.len() != a.len() || b_by_id.len() != b.len() {
         bail!("duplicate question ids: each file must score every question once");
     }
@@ -575,11 +772,13 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 fn write_jsonl<T: serde::Serialize>(path: &Path, rows: &[T]) -> Result<()> {
-    let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut out = std::io::BufWriter::new(file);
     for row in rows {
         serde_json::to_writer(&mut out, row)?;
         out.write_all(b"\n")?;
     }
-    out.flush().with_context(|| format!("cannot write {}", path.display()))
+    out.flush()
+        .with_context(|| format!("cannot write {}", path.display()))
 }

@@ -17,13 +17,15 @@ fn any_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
-        any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
         ".{0,12}".prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 16, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z]{1,8}", inner, 0..4).prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map("[a-z]{1,8}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -31,12 +33,25 @@ fn any_json() -> impl Strategy<Value = Value> {
 /// SQuAD-shaped datasets whose fields are sometimes right and sometimes anything at all.
 fn squad_like() -> impl Strategy<Value = Value> {
     let answer = prop_oneof![".{0,10}".prop_map(|t| json!({"text": t})), any_json()];
-    let qa = (".{0,6}", prop::collection::vec(answer, 0..3), any_json())
-        .prop_map(|(id, answers, extra)| json!({"id": id, "question": "q?", "answers": answers, "x": extra}));
-    let paragraph = (".{0,40}", prop::collection::vec(qa, 0..4)).prop_map(|(c, qas)| json!({"context": c, "qas": qas}));
-    let article = prop::collection::vec(paragraph, 0..3).prop_map(|ps| json!({"title": "t", "paragraphs": ps}));
-    (prop_oneof![Just("1.1"), Just("v2.0")], prop::collection::vec(article, 0..3), any_json())
-        .prop_map(|(v, data, junk)| if data.is_empty() { junk } else { json!({"version": v, "data": data}) })
+    let qa = (".{0,6}", prop::collection::vec(answer, 0..3), any_json()).prop_map(
+        |(id, answers, extra)| json!({"id": id, "question": "q?", "answers": answers, "x": extra}),
+    );
+    let paragraph = (".{0,40}", prop::collection::vec(qa, 0..4))
+        .prop_map(|(c, qas)| json!({"context": c, "qas": qas}));
+    let article = prop::collection::vec(paragraph, 0..3)
+        .prop_map(|ps| json!({"title": "t", "paragraphs": ps}));
+    (
+        prop_oneof![Just("1.1"), Just("v2.0")],
+        prop::collection::vec(article, 0..3),
+        any_json(),
+    )
+        .prop_map(|(v, data, junk)| {
+            if data.is_empty() {
+                junk
+            } else {
+                json!({"version": v, "data": data})
+            }
+        })
 }
 
 proptest! {

@@ -26,7 +26,11 @@ fn varied_predictions(dataset: &Dataset, skip_some: bool) -> Predictions {
         .filter(|(i, _)| !(skip_some && i % 97 == 5))
         .map(|(i, q)| {
             let gold = q.answers.first().cloned().unwrap_or_default();
-            let other = dataset.questions[(i + 7) % n].answers.first().cloned().unwrap_or_default();
+            let other = dataset.questions[(i + 7) % n]
+                .answers
+                .first()
+                .cloned()
+                .unwrap_or_default();
             let words: Vec<&str> = gold.split_whitespace().collect();
             let context_words: Vec<&str> = q.context.split_whitespace().take(4).collect();
             let prediction = match mix(i) % 9 {
@@ -68,7 +72,12 @@ fn python_eval(data: &Path, pred: &Path, na: Option<(&Path, f64)>) -> Map<String
     let script = support::repo_root().join("tools/squad_official.py");
     let mut args: Vec<std::ffi::OsString> = vec![data.into(), pred.into()];
     if let Some((na, thresh)) = na {
-        args.extend(["--na-prob-file".into(), na.into(), "--na-prob-thresh".into(), thresh.to_string().into()]);
+        args.extend([
+            "--na-prob-file".into(),
+            na.into(),
+            "--na-prob-thresh".into(),
+            thresh.to_string().into(),
+        ]);
     }
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     serde_json::from_str(&support::run_python(&script, &refs)).unwrap()
@@ -80,7 +89,10 @@ fn assert_same(label: &str, ours: &Map<String, Value>, official: &Map<String, Va
     assert_eq!(our_keys, their_keys, "{label}: keys differ");
     for (key, theirs) in official {
         let (a, b) = (ours[key].as_f64().unwrap(), theirs.as_f64().unwrap());
-        assert!((a - b).abs() <= 1e-9, "{label}: {key}: lector {a} vs official {b}");
+        assert!(
+            (a - b).abs() <= 1e-9,
+            "{label}: {key}: lector {a} vs official {b}"
+        );
     }
 }
 
@@ -91,7 +103,10 @@ fn squad_v1_1_dev_matches_the_official_script() {
     assert_eq!(dataset.questions.len(), 10_570);
     let predictions = varied_predictions(&dataset, true);
     let dir = tempfile::tempdir().unwrap();
-    let pred_pairs: Vec<(String, Value)> = predictions.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect();
+    let pred_pairs: Vec<(String, Value)> = predictions
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect();
     let pred_file = write_json(dir.path(), "pred.json", &pred_pairs);
 
     let ours = squad::evaluate(&dataset, &predictions, &NoAnswer::default()).unwrap();
@@ -110,18 +125,35 @@ fn squad_v2_0_dev_matches_the_official_script_with_and_without_thresholds() {
     let predictions = varied_predictions(&dataset, false);
     let na_probs = varied_na_probs(&predictions);
     let dir = tempfile::tempdir().unwrap();
-    let pred_pairs: Vec<(String, Value)> = predictions.iter().map(|(k, v)| (k.clone(), v.clone().into())).collect();
-    let na_pairs: Vec<(String, Value)> = na_probs.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
+    let pred_pairs: Vec<(String, Value)> = predictions
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect();
+    let na_pairs: Vec<(String, Value)> = na_probs
+        .iter()
+        .map(|(k, v)| (k.clone(), (*v).into()))
+        .collect();
     let pred_file = write_json(dir.path(), "pred.json", &pred_pairs);
     let na_file = write_json(dir.path(), "na.json", &na_pairs);
 
     let plain = squad::evaluate(&dataset, &predictions, &NoAnswer::default()).unwrap();
-    assert_same("v2.0 no na file", &plain.summary, &python_eval(&data, &pred_file, None));
+    assert_same(
+        "v2.0 no na file",
+        &plain.summary,
+        &python_eval(&data, &pred_file, None),
+    );
     for threshold in [1.0, 0.5, 0.0] {
-        let options = NoAnswer { probs: Some(&na_probs), threshold };
+        let options = NoAnswer {
+            probs: Some(&na_probs),
+            threshold,
+        };
         let ours = squad::evaluate(&dataset, &predictions, &options).unwrap();
         let official = python_eval(&data, &pred_file, Some((&na_file, threshold)));
-        assert_same(&format!("v2.0 threshold {threshold}"), &ours.summary, &official);
+        assert_same(
+            &format!("v2.0 threshold {threshold}"),
+            &ours.summary,
+            &official,
+        );
         assert!(official.contains_key("best_f1_thresh"));
     }
 }
@@ -132,8 +164,13 @@ fn per_question_scores_add_up_to_the_summary() {
     let dataset = squad::read_dataset(&data).unwrap();
     let predictions = varied_predictions(&dataset, false);
     let ours = squad::evaluate(&dataset, &predictions, &NoAnswer::default()).unwrap();
-    let f1: f64 = ours.questions.iter().map(|q| q.f1).sum::<f64>() * 100.0 / ours.questions.len() as f64;
+    let f1: f64 =
+        ours.questions.iter().map(|q| q.f1).sum::<f64>() * 100.0 / ours.questions.len() as f64;
     assert!((f1 - ours.summary["f1"].as_f64().unwrap()).abs() < 1e-9);
-    let exact_gold = ours.questions.iter().find(|q| q.has_ans && q.em == 1.0).unwrap();
+    let exact_gold = ours
+        .questions
+        .iter()
+        .find(|q| q.has_ans && q.em == 1.0)
+        .unwrap();
     assert!(!exact_gold.best_gold.is_empty());
 }

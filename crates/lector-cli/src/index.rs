@@ -1,0 +1,358 @@
+//! `lector index add|stats|rm`: building and maintaining an index directory.
+
+use crate::table::print_table;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use lector_index::ingest::{self, IngestOptions, Item};
+use lector_index::{AddOutcome, Bm25Params, Index, IndexSettings, IndexWriter, Stemmer};
+use serde_json::json;
+use std::path::PathBuf;
+
+/// The index directory used when neither `--index` nor `$LECTOR_INDEX` is given.
+pub const DEFAULT_INDEX_DIR: &str = "lector-index";
+
+#[derive(Subcommand)]
+pub enum IndexCommand {
+    /// Add files and folders (txt, md, html, jsonl, SQuAD json) to an index, creating it if needed.
+    Add(AddArgs),
+    /// Show document, passage and term counts and the index settings.
+    Stats(StatsArgs),
+    /// Remove documents by id.
+    Rm(RmArgs),
+}
+
+/// Where the index lives.
+#[derive(Args, Clone)]
+pub struct IndexDir {
+    /// Index directory [default: $LECTOR_INDEX, else ./lector-index].
+    #[arg(long)]
+    index: Option<PathBuf>,
+}
+
+impl IndexDir {
+    /// `--index`, else `$LECTOR_INDEX`, else `./lector-index`.
+    pub fn path(&self) -> PathBuf {
+        self.index
+            .clone()
+            .or_else(|| {
+                std::env::var_os("LECTOR_INDEX")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_INDEX_DIR))
+    }
+}
+
+#[derive(Args)]
+pub struct AddArgs {
+    /// Files or folders (folders are read recursively).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    dir: IndexDir,
+    /// Most words per passage (new index only) [default: 100].
+    #[arg(long)]
+    passage_words: Option<usize>,
+    /// Words repeated from one passage to the next, whole sentences only (new index only) [default: 0].
+    #[arg(long)]
+    overlap_words: Option<usize>,
+    /// Stemmer: porter2 or none (new index only) [default: porter2].
+    #[arg(long)]
+    stemmer: Option<Stemmer>,
+    /// Default BM25 k1 stored with a new index [default: 1.2].
+    #[arg(long)]
+    k1: Option<f64>,
+    /// Default BM25 b stored with a new index [default: 0.75].
+    #[arg(long)]
+    b: Option<f64>,
+    /// Commit after this many new or changed documents (a crash loses at most one batch).
+    #[arg(long, default_value_t = 10_000)]
+    commit_every: usize,
+    /// Stop at the first unreadable file or invalid line instead of skipping it.
+    #[arg(long)]
+    strict: bool,
+    /// Largest document accepted, in MiB of text.
+    #[arg(long, default_value_t = 128.0)]
+    max_doc_mb: f64,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    dir: IndexDir,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct RmArgs {
+    /// Document ids to remove.
+    #[arg(required = true)]
+    ids: Vec<String>,
+    #[command(flatten)]
+    dir: IndexDir,
+}
+
+pub fn run(cmd: IndexCommand) -> Result<()> {
+    match cmd {
+        IndexCommand::Add(args) => add(args),
+        IndexCommand::Stats(args) => stats(args),
+        IndexCommand::Rm(args) => rm(args),
+    }
+}
+
+/// Settings for a new index; for an existing one, explicit options must match what it stores.
+fn requested_settings(args: &AddArgs) -> Result<IndexSettings> {
+    let mut settings = IndexSettings::default();
+    if let Some(words) = args.passage_words {
+        if words == 0 {
+            bail!("--passage-words must be at least 1");
+        }
+        settings.chunking.words = words;
+    }
+    settings.chunking.overlap = args.overlap_words.unwrap_or(settings.chunking.overlap);
+    settings.analyzer.stemmer = args.stemmer.unwrap_or(settings.analyzer.stemmer);
+    settings.bm25 = Bm25Params {
+        k1: args.k1.unwrap_or(settings.bm25.k1),
+        b: args.b.unwrap_or(settings.bm25.b),
+    }
+    .validate()
+    .map_err(anyhow::Error::msg)?;
+    Ok(settings)
+}
+
+fn check_existing(args: &AddArgs, stored: IndexSettings) -> Result<()> {
+    let conflicts = [
+        (
+            "--passage-words",
+            args.passage_words.map(|w| w != stored.chunking.words),
+            stored.chunking.words.to_string(),
+        ),
+        (
+            "--overlap-words",
+            args.overlap_words.map(|w| w != stored.chunking.overlap),
+            stored.chunking.overlap.to_string(),
+        ),
+        (
+            "--stemmer",
+            args.stemmer.map(|s| s != stored.analyzer.stemmer),
+            format!("{:?}", stored.analyzer.stemmer).to_lowercase(),
+        ),
+        (
+            "--k1",
+            args.k1.map(|k| k != stored.bm25.k1),
+            stored.bm25.k1.to_string(),
+        ),
+        (
+            "--b",
+            args.b.map(|b| b != stored.bm25.b),
+            stored.bm25.b.to_string(),
+        ),
+    ];
+    for (flag, differs, value) in conflicts {
+        if differs == Some(true) {
+            bail!("the index was created with {flag} {value}; settings cannot change after creation (use a new --index directory)");
+        }
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Counts {
+    added: usize,
+    replaced: usize,
+    unchanged: usize,
+    invalid: usize,
+}
+
+fn add(args: AddArgs) -> Result<()> {
+    let dir = args.dir.path();
+    let mut writer = IndexWriter::open_or_create(&dir, requested_settings(&args)?)?;
+    check_existing(&args, writer.settings())?;
+    let walk = ingest::walk(&args.paths);
+    let mut counts = Counts::default();
+    for err in &walk.errors {
+        if args.strict {
+            let kept = writer.committed().len();
+            bail!("{err}\n(--strict: stopped before adding anything; the index keeps its last commit, {kept} documents)");
+        }
+        eprintln!("warning: skipped: {err}");
+        counts.invalid += 1;
+    }
+    let options = IngestOptions {
+        max_document_bytes: (args.max_doc_mb * 1048576.0) as usize,
+    };
+    let progress = progress_bar(walk.files.iter().map(|f| f.bytes).sum());
+    let mut done_bytes = 0;
+    for file in &walk.files {
+        let mut on_item = |item: Item, read: u64| -> lector_index::Result<()> {
+            progress.set_position(done_bytes + read);
+            match item {
+                Item::Document(doc) => match writer.add(doc) {
+                    AddOutcome::Added => counts.added += 1,
+                    AddOutcome::Replaced => counts.replaced += 1,
+                    AddOutcome::Unchanged => counts.unchanged += 1,
+                },
+                Item::Invalid(err) if args.strict => return Err(err),
+                Item::Invalid(err) => {
+                    progress.suspend(|| eprintln!("warning: skipped: {err}"));
+                    counts.invalid += 1;
+                }
+            }
+            if writer.pending() >= args.commit_every.max(1) {
+                let info = writer.commit()?;
+                progress.suspend(|| {
+                    eprintln!(
+                        "committed generation {}: {} documents",
+                        info.generation, info.documents
+                    )
+                });
+            }
+            Ok(())
+        };
+        if let Err(err) = ingest::read_file(file, &options, &mut on_item) {
+            progress.abandon();
+            let kept = writer.committed().len();
+            let how = if args.strict {
+                "--strict: stopped"
+            } else {
+                "stopped"
+            };
+            bail!("{err}\n({how}; the index keeps its last commit, {kept} documents, and nothing staged since)");
+        }
+        done_bytes += file.bytes;
+    }
+    let info = writer.commit()?;
+    progress.finish_and_clear();
+    report_add(
+        &args,
+        &dir,
+        &counts,
+        walk.ignored.len(),
+        writer.committed(),
+        info.generation,
+    )
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({eta})",
+    )
+    .expect("valid template");
+    bar.set_style(style);
+    bar
+}
+
+fn report_add(
+    args: &AddArgs,
+    dir: &std::path::Path,
+    counts: &Counts,
+    ignored: usize,
+    index: &Index,
+    generation: u64,
+) -> Result<()> {
+    let stats = index.stats();
+    if args.json {
+        let out = json!({
+            "index": dir, "generation": generation, "added": counts.added, "replaced": counts.replaced,
+            "unchanged": counts.unchanged, "skipped_invalid": counts.invalid, "ignored_files": ignored,
+            "documents": stats.documents, "passages": stats.passages,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "added {}, replaced {}, unchanged {}, skipped-invalid {}{}",
+        counts.added,
+        counts.replaced,
+        counts.unchanged,
+        counts.invalid,
+        if ignored > 0 {
+            format!(", ignored {ignored} files of other types")
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "index {}: {} documents, {} passages (generation {generation})",
+        dir.display(),
+        stats.documents,
+        stats.passages
+    );
+    Ok(())
+}
+
+fn stats(args: StatsArgs) -> Result<()> {
+    let dir = args.dir.path();
+    let stats = Index::open(&dir)?.stats();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+        return Ok(());
+    }
+    let s = stats.settings;
+    let rows: Vec<Vec<String>> = [
+        ("index", dir.display().to_string()),
+        ("format version", stats.format_version.to_string()),
+        ("generation", stats.generation.to_string()),
+        ("documents", stats.documents.to_string()),
+        ("passages", stats.passages.to_string()),
+        ("terms", stats.terms.to_string()),
+        ("segments", stats.segments.to_string()),
+        ("segment bytes", stats.bytes.to_string()),
+        (
+            "mean passage terms",
+            format!("{:.1}", stats.mean_passage_terms),
+        ),
+        (
+            "passage words / overlap",
+            format!("{} / {}", s.chunking.words, s.chunking.overlap),
+        ),
+        (
+            "stemmer",
+            format!("{:?}", s.analyzer.stemmer).to_lowercase(),
+        ),
+        (
+            "stopwords",
+            if s.analyzer.stopwords {
+                "english".into()
+            } else {
+                "none".into()
+            },
+        ),
+        ("bm25 k1 / b", format!("{} / {}", s.bm25.k1, s.bm25.b)),
+    ]
+    .into_iter()
+    .map(|(k, v)| vec![k.to_string(), v])
+    .collect();
+    print_table(&["property", "value"], &rows);
+    Ok(())
+}
+
+fn rm(args: RmArgs) -> Result<()> {
+    let dir = args.dir.path();
+    let mut writer =
+        IndexWriter::open(&dir).with_context(|| format!("cannot remove from {}", dir.display()))?;
+    let missing: Vec<&String> = args.ids.iter().filter(|id| !writer.remove(id)).collect();
+    let info = writer.commit()?;
+    if !missing.is_empty() {
+        eprintln!(
+            "warning: {} ids are not in the index: {:?}",
+            missing.len(),
+            missing
+        );
+    }
+    println!(
+        "removed {}; index {}: {} documents (generation {})",
+        args.ids.len() - missing.len(),
+        dir.display(),
+        info.documents,
+        info.generation
+    );
+    Ok(())
+}

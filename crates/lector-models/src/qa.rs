@@ -1,0 +1,139 @@
+//! An encoder with the extractive question-answering head of transformers'
+//! `*ForQuestionAnswering`: `qa_outputs = Linear(hidden, 2)` giving start and end logits per token.
+
+use crate::bert::Bert;
+use crate::config::{Architecture, Config};
+use crate::distilbert::DistilBert;
+use crate::error::{Error, Result};
+use crate::layers::Linear;
+use crate::roberta::Roberta;
+use candle_core::{DType, Device};
+use candle_nn::VarBuilder;
+use std::path::Path;
+
+/// A right-padded batch of token sequences, row-major `(batch, seq_len)`.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    pub ids: Vec<u32>,
+    pub type_ids: Vec<u32>,
+    /// 1 for real tokens, 0 for padding.
+    pub mask: Vec<u32>,
+    pub batch: usize,
+    pub seq_len: usize,
+}
+
+impl Inputs {
+    /// Real tokens per row (padding is on the right).
+    pub fn lengths(&self) -> Vec<usize> {
+        self.mask
+            .chunks(self.seq_len.max(1))
+            .map(|row| row.iter().filter(|&&m| m != 0).count())
+            .collect()
+    }
+}
+
+/// Start and end logits, row-major `(batch, seq_len)`, float32 as the model computes them.
+#[derive(Debug, Clone)]
+pub struct QaLogits {
+    pub start: Vec<f32>,
+    pub end: Vec<f32>,
+    pub seq_len: usize,
+}
+
+impl QaLogits {
+    /// The start and end logits of row `i` (padding included).
+    pub fn row(&self, i: usize) -> (&[f32], &[f32]) {
+        let range = i * self.seq_len..(i + 1) * self.seq_len;
+        (&self.start[range.clone()], &self.end[range])
+    }
+}
+
+enum Encoder {
+    Bert(Bert),
+    DistilBert(DistilBert),
+    Roberta(Roberta),
+}
+
+/// A question-answering model: encoder + `qa_outputs`.
+pub struct QaModel {
+    encoder: Encoder,
+    qa_outputs: Linear,
+}
+
+impl QaModel {
+    /// Loads the weights of `cfg`'s architecture from `weights` (safetensors or a PyTorch pickle),
+    /// accepting names with or without the `bert.` / `distilbert.` / `roberta.` prefix.
+    pub fn load(weights: &Path, cfg: &Config) -> Result<Self> {
+        let vb = open_weights(weights)?;
+        let wrap = |error| Error::Weights {
+            path: weights.to_path_buf(),
+            error,
+        };
+        let body = encoder_root(&vb, cfg.architecture);
+        let encoder = match cfg.architecture {
+            Architecture::Bert => Encoder::Bert(Bert::load(&body, cfg).map_err(wrap)?),
+            Architecture::DistilBert => {
+                Encoder::DistilBert(DistilBert::load(&body, cfg).map_err(wrap)?)
+            }
+            Architecture::Roberta => Encoder::Roberta(Roberta::load(&body, cfg).map_err(wrap)?),
+        };
+        if !vb.contains_tensor("qa_outputs.weight") {
+            return Err(Error::NoQaHead {
+                path: weights.to_path_buf(),
+            });
+        }
+        let qa_outputs = Linear::load(&vb, "qa_outputs", cfg.hidden_size, 2).map_err(wrap)?;
+        Ok(Self {
+            encoder,
+            qa_outputs,
+        })
+    }
+
+    /// Start and end logits for every token of `inputs`.
+    pub fn forward(&self, inputs: &Inputs) -> Result<QaLogits> {
+        let hidden = match &self.encoder {
+            Encoder::Bert(m) => m.forward(inputs)?,
+            Encoder::DistilBert(m) => m.forward(inputs)?,
+            Encoder::Roberta(m) => m.forward(inputs)?,
+        };
+        let logits = self.qa_outputs.forward(&hidden)?.to_vec2::<f32>()?;
+        Ok(QaLogits {
+            start: logits.iter().map(|pair| pair[0]).collect(),
+            end: logits.iter().map(|pair| pair[1]).collect(),
+            seq_len: inputs.seq_len,
+        })
+    }
+}
+
+/// Weights are converted to float32 on load, whatever their stored type (f32, f16, bf16).
+fn open_weights(path: &Path) -> Result<VarBuilder<'static>> {
+    let device = Device::Cpu;
+    let is_pickle = path
+        .extension()
+        .is_some_and(|e| e == "bin" || e == "pt" || e == "pth");
+    let vb = if is_pickle {
+        VarBuilder::from_pth(path, DType::F32, &device)
+    } else {
+        // SAFETY: the file is memory-mapped read-only; lector never writes checkpoint files, and a
+        // concurrent writer would be a misuse we cannot guard against (the same contract as candle's examples).
+        unsafe { VarBuilder::from_mmaped_safetensors(&[path], DType::F32, &device) }
+    };
+    vb.map_err(|error| Error::Weights {
+        path: path.to_path_buf(),
+        error,
+    })
+}
+
+/// Task-model checkpoints nest the encoder under a prefix; bare encoders do not.
+fn encoder_root<'a>(vb: &VarBuilder<'a>, arch: Architecture) -> VarBuilder<'a> {
+    let prefix = match arch {
+        Architecture::Bert => "bert",
+        Architecture::DistilBert => "distilbert",
+        Architecture::Roberta => "roberta",
+    };
+    if vb.contains_tensor(&format!("{prefix}.embeddings.word_embeddings.weight")) {
+        vb.pp(prefix)
+    } else {
+        vb.clone()
+    }
+}

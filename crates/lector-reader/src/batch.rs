@@ -1,0 +1,222 @@
+//! Running a chunk of queries: tokenize, cut windows, run windows sorted by length in padded
+//! batches (little padding, big matrix products), then decode each query's windows in order.
+
+use crate::answer::{merge, null_answer, rank, Answer, EncodedContext};
+use crate::decode::score_window;
+use crate::error::{Error, Result};
+use crate::window::{build_window, slice_encoding, special_tokens_for_pair, Layout, Window};
+use crate::{Prediction, Query, ReadParams, MAX_CONTEXT_BYTES};
+use lector_models::{Checkpoint, Inputs};
+use std::rc::Rc;
+
+/// A query ready to run: its context and its windows (indices into the chunk's window list).
+struct Prepared<'a> {
+    context: Rc<EncodedContext<'a>>,
+    windows: std::ops::Range<usize>,
+    question_truncated: bool,
+}
+
+/// Start and end logits of one window, padding removed.
+type WindowLogits = (Vec<f32>, Vec<f32>);
+
+pub(crate) fn answer_chunk(
+    ckpt: &Checkpoint,
+    queries: &[Query],
+    params: &ReadParams,
+) -> Result<Vec<Prediction>> {
+    let mut windows = Vec::new();
+    let mut prepared: Vec<Prepared> = Vec::with_capacity(queries.len());
+    for query in queries {
+        let previous = prepared.last().map(|p| Rc::clone(&p.context));
+        let context = match previous {
+            Some(ctx) if ctx.text == query.context => ctx,
+            _ => Rc::new(encode_context(ckpt, query.context)?),
+        };
+        let first = windows.len();
+        let question_truncated =
+            push_windows(ckpt, query.question, &context, params, &mut windows)?;
+        prepared.push(Prepared {
+            context,
+            windows: first..windows.len(),
+            question_truncated,
+        });
+    }
+    let logits = run_windows(ckpt, &windows, params.batch_size)?;
+    Ok(prepared
+        .iter()
+        .map(|p| decode_query(p, &windows, &logits, params))
+        .collect())
+}
+
+fn encode_context<'a>(ckpt: &Checkpoint, context: &'a str) -> Result<EncodedContext<'a>> {
+    if context.trim().is_empty() {
+        return Err(Error::EmptyContext);
+    }
+    if context.len() > MAX_CONTEXT_BYTES {
+        return Err(Error::ContextTooLong(context.len()));
+    }
+    let encoding = ckpt
+        .tokenizer
+        .encode(context, false)
+        .map_err(|e| Error::Tokenizer(e.to_string()))?;
+    Ok(EncodedContext::new(context, encoding))
+}
+
+/// Appends the windows of one query; returns whether the question was truncated.
+fn push_windows(
+    ckpt: &Checkpoint,
+    question: &str,
+    context: &EncodedContext,
+    params: &ReadParams,
+    windows: &mut Vec<Window>,
+) -> Result<bool> {
+    if question.trim().is_empty() {
+        return Err(Error::EmptyQuestion);
+    }
+    let tokenizer = &ckpt.tokenizer;
+    let mut q = tokenizer
+        .encode(question, false)
+        .map_err(|e| Error::Tokenizer(e.to_string()))?;
+    let truncated = q.len() > params.max_question_len;
+    if truncated {
+        q = slice_encoding(&q, 0..params.max_question_len);
+    }
+    let special = special_tokens_for_pair(tokenizer);
+    let layout = Layout::new(params.max_seq_len, params.doc_stride, q.len(), special)?;
+    for range in layout.ranges(context.encoding.len())? {
+        windows.push(build_window(
+            tokenizer,
+            &q,
+            &context.encoding,
+            range,
+            ckpt.cls_token_id,
+        )?);
+    }
+    Ok(truncated)
+}
+
+/// Padded tokens per forward pass at most: beyond this, bigger batches only add memory traffic
+/// (attention scores grow with `batch * seq^2`) without making the matrix products faster.
+const MAX_BATCH_TOKENS: usize = 4096;
+
+/// Runs every window through the model, longest first, at most `batch_size` at a time.
+fn run_windows(
+    ckpt: &Checkpoint,
+    windows: &[Window],
+    batch_size: usize,
+) -> Result<Vec<WindowLogits>> {
+    let mut order: Vec<usize> = (0..windows.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(windows[i].ids.len()));
+    let mut logits = vec![(Vec::new(), Vec::new()); windows.len()];
+    for group in groups(&order, windows, batch_size) {
+        let inputs = pad_batch(group.iter().map(|&i| &windows[i]), ckpt.config.pad_token_id);
+        let out = ckpt.model.forward(&inputs)?;
+        for (row, &i) in group.iter().enumerate() {
+            let (start, end) = out.row(row);
+            let len = windows[i].ids.len();
+            logits[i] = (start[..len].to_vec(), end[..len].to_vec());
+        }
+    }
+    Ok(logits)
+}
+
+/// Consecutive runs of `order` (longest first) with at most `batch_size` windows and
+/// [`MAX_BATCH_TOKENS`] padded tokens (a single window may exceed it).
+fn groups<'o>(order: &'o [usize], windows: &[Window], batch_size: usize) -> Vec<&'o [usize]> {
+    let mut groups = Vec::new();
+    let mut rest = order;
+    while let Some(&first) = rest.first() {
+        let longest = windows[first].ids.len().max(1);
+        let n = (MAX_BATCH_TOKENS / longest)
+            .clamp(1, batch_size)
+            .min(rest.len());
+        let (group, tail) = rest.split_at(n);
+        groups.push(group);
+        rest = tail;
+    }
+    groups
+}
+
+/// Right-pads windows to the longest one, as a batch of the pipeline's inputs would be.
+fn pad_batch<'w>(windows: impl Iterator<Item = &'w Window> + Clone, pad_id: u32) -> Inputs {
+    let seq_len = windows.clone().map(|w| w.ids.len()).max().unwrap_or(0);
+    let mut inputs = Inputs {
+        seq_len,
+        ..Inputs::default()
+    };
+    for w in windows {
+        let pad = seq_len - w.ids.len();
+        inputs.ids.extend(
+            w.ids
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(pad_id, pad)),
+        );
+        inputs.type_ids.extend(
+            w.type_ids
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(0, pad)),
+        );
+        inputs
+            .mask
+            .extend(std::iter::repeat_n(1, w.ids.len()).chain(std::iter::repeat_n(0, pad)));
+        inputs.batch += 1;
+    }
+    inputs
+}
+
+/// The pipeline's `postprocess` for one question.
+fn decode_query(
+    p: &Prepared,
+    windows: &[Window],
+    logits: &[WindowLogits],
+    params: &ReadParams,
+) -> Prediction {
+    // The pipeline keeps `top_k * 2 + 10` candidates per window before aligning to words.
+    let per_window = params.top_k * 2 + 10;
+    let mut answers: Vec<Answer> = Vec::new();
+    let mut null = f64::INFINITY;
+    for i in p.windows.clone() {
+        let (start, end) = &logits[i];
+        let scores = score_window(
+            start,
+            end,
+            &windows[i].desired,
+            per_window,
+            params.max_answer_len,
+        );
+        null = null.min(f64::from(scores.null_score));
+        for span in &scores.spans {
+            if let Some(answer) = p.context.answer_for(&windows[i], span) {
+                merge(&mut answers, answer);
+            }
+        }
+    }
+    finish(answers, null, p.question_truncated, params)
+}
+
+fn finish(
+    mut answers: Vec<Answer>,
+    null: f64,
+    question_truncated: bool,
+    params: &ReadParams,
+) -> Prediction {
+    let best = answers.iter().map(|a| a.score).fold(0.0, f64::max);
+    let na_prob = if null + best > 0.0 {
+        null / (null + best)
+    } else {
+        1.0
+    };
+    if params.handle_impossible_answer {
+        answers.push(null_answer(null));
+    }
+    rank(&mut answers);
+    answers.truncate(params.top_k);
+    Prediction {
+        answers,
+        null_score: null,
+        na_prob,
+        question_truncated,
+    }
+}

@@ -1,0 +1,146 @@
+//! lector-reader: extractive question answering that gives the same answers as the Hugging Face
+//! `question-answering` pipeline (transformers 4.57), batched across windows and questions.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), lector_reader::Error> {
+//! let reader = lector_reader::Reader::load(std::path::Path::new("models/reader-minilm-squad"))?;
+//! let params = lector_reader::ReadParams::default();
+//! let prediction = reader.answer("Who wrote it?", "It was written by Ada.", &params)?;
+//! println!("{}", prediction.answers[0].answer);
+//! # Ok(()) }
+//! ```
+//!
+//! ## No-answer probability
+//! [`Prediction::na_prob`] is `null / (null + best)`, where `null` is the pipeline's null score
+//! (the minimum over windows of `p_start[CLS] * p_end[CLS]`) and `best` the score of the best
+//! span answer (after merging equal answers). It lies in [0, 1], grows as abstaining becomes more
+//! likely, and is 1 when no span exists. The pipeline itself abstains (with
+//! `handle_impossible_answer`) exactly when `null > best`, i.e. when `na_prob > 0.5`; a threshold
+//! tuned on held-out data (`lector eval squad --na-prob-file`) usually does better.
+
+pub mod answer;
+mod batch;
+pub mod decode;
+pub mod error;
+pub mod window;
+
+pub use answer::Answer;
+pub use error::{Error, Result};
+use lector_models::Checkpoint;
+use std::path::Path;
+
+/// Contexts above this size are refused rather than silently taking minutes: 1 MiB of English is
+/// about 250,000 tokens, some 2,000 windows (tens of seconds on two cores). Split larger texts.
+pub const MAX_CONTEXT_BYTES: usize = 1 << 20;
+
+/// Reading parameters; the defaults are the pipeline's.
+#[derive(Debug, Clone)]
+pub struct ReadParams {
+    /// Tokens per model input (question + context window + special tokens).
+    pub max_seq_len: usize,
+    /// Tokens shared by consecutive windows of a long context.
+    pub doc_stride: usize,
+    /// Longer questions are truncated to this many tokens (see [`Prediction::question_truncated`]).
+    pub max_question_len: usize,
+    /// Longest answer, in tokens.
+    pub max_answer_len: usize,
+    /// Answers to return per question.
+    pub top_k: usize,
+    /// Append the no-answer answer (empty text, the null score) before ranking.
+    pub handle_impossible_answer: bool,
+    /// Windows per forward pass.
+    pub batch_size: usize,
+}
+
+impl Default for ReadParams {
+    fn default() -> Self {
+        Self {
+            max_seq_len: 384,
+            doc_stride: 128,
+            max_question_len: 64,
+            max_answer_len: 15,
+            top_k: 1,
+            handle_impossible_answer: false,
+            batch_size: 32,
+        }
+    }
+}
+
+/// One question about one context.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    pub question: &'a str,
+    pub context: &'a str,
+}
+
+/// The answers to one question.
+#[derive(Debug, Clone)]
+pub struct Prediction {
+    /// Best first, at most `top_k`; may be empty when the context has no usable span.
+    pub answers: Vec<Answer>,
+    /// Minimum over windows of `p_start[CLS] * p_end[CLS]`.
+    pub null_score: f64,
+    /// `null / (null + best span score)`; see the crate documentation.
+    pub na_prob: f64,
+    /// The question had more than `max_question_len` tokens and was cut.
+    pub question_truncated: bool,
+}
+
+/// A loaded reader.
+pub struct Reader {
+    checkpoint: Checkpoint,
+}
+
+impl Reader {
+    /// Loads the checkpoint in `dir`.
+    pub fn load(dir: &Path) -> Result<Self> {
+        Ok(Self::new(Checkpoint::load(dir)?))
+    }
+
+    pub fn new(checkpoint: Checkpoint) -> Self {
+        Self { checkpoint }
+    }
+
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    /// Answers one question.
+    pub fn answer(&self, question: &str, context: &str, params: &ReadParams) -> Result<Prediction> {
+        let mut predictions =
+            self.answer_batch(&[Query { question, context }], params, &mut |_| {})?;
+        Ok(predictions.remove(0))
+    }
+
+    /// Answers many questions, batching windows across questions; `progress` is called with the
+    /// number of questions finished so far. Consecutive queries with the same context share its
+    /// tokenization.
+    pub fn answer_batch(
+        &self,
+        queries: &[Query],
+        params: &ReadParams,
+        progress: &mut dyn FnMut(usize),
+    ) -> Result<Vec<Prediction>> {
+        check_params(params)?;
+        let chunk_size = (params.batch_size * 8).max(64);
+        let mut predictions = Vec::with_capacity(queries.len());
+        for chunk in queries.chunks(chunk_size) {
+            predictions.extend(batch::answer_chunk(&self.checkpoint, chunk, params)?);
+            progress(predictions.len());
+        }
+        Ok(predictions)
+    }
+}
+
+fn check_params(params: &ReadParams) -> Result<()> {
+    let positive = [
+        ("max_seq_len", params.max_seq_len),
+        ("max_answer_len", params.max_answer_len),
+        ("top_k", params.top_k),
+        ("batch_size", params.batch_size),
+    ];
+    match positive.iter().find(|(_, v)| *v == 0) {
+        Some((name, _)) => Err(Error::Params(format!("{name} must be at least 1"))),
+        None => Ok(()),
+    }
+}

@@ -50,8 +50,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
-    lector = os.path.join(ROOT, "target", "release", "lector")
+    lector = os.path.join(target, "release", "lector")
     with tempfile.TemporaryDirectory() as tmp:
         pred, na = make_inputs(tmp)
         out_l, out_p = os.path.join(tmp, "lector.json"), os.path.join(tmp, "python.json")

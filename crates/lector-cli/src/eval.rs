@@ -312,6 +312,8 @@ fn print_squad_table(summary: &Map<String, Value>, intervals: &Intervals, confid
         .map(|(key, value)| {
             let shown = match value.as_u64() {
                 Some(n) if key.ends_with("total") => n.to_string(),
+                // Thresholds are probabilities that can be tiny: show them in full precision.
+                _ if key.ends_with("_thresh") => value.to_string(),
                 _ => value
                     .as_f64()
                     .map_or_else(|| value.to_string(), |v| format!("{v:.4}")),

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Benchmark: `lector read` vs the Hugging Face question-answering pipeline (torch, CPU) side by side.
+
+Same checkpoint (models/reader-minilm-squad), same first N SQuAD v1.1 dev questions, same threads (2), the
+pipeline at the batch size given (its fastest on this machine is found with --batch-sizes). Runs alternate;
+prints questions/s (model loading excluded on both sides), peak RSS, the answer agreement and the ratio.
+
+    python3 bench/reader_speed.py [--limit 2000] [--batch-sizes 1,8,32] [--rounds 1]
+
+The pipeline side runs in the environment of tools/setup-hf.sh (transformers<5, torch CPU).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "..", "shared", "data", "squad", "dev-v1.1.json")
+MODEL = os.path.join(ROOT, "models", "reader-minilm-squad")
+
+
+def peak_rss_mb(cmd, env=None):
+    """Runs cmd under /usr/bin/time; returns (stdout+stderr, peak RSS in MB)."""
+    proc = subprocess.run(["/usr/bin/time", "-f", "MAXRSS %M"] + cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed:\n{proc.stderr[-2000:]}")
+    out = proc.stdout + proc.stderr
+    return out, int(re.search(r"MAXRSS (\d+)", out).group(1)) / 1024
+
+
+def run_lector(lector, limit, out):
+    text, rss = peak_rss_mb([lector, "read", "--squad", DATA, "--limit", str(limit), "--out", out],
+                            env=dict(os.environ, RAYON_NUM_THREADS="2"))
+    return float(re.search(r"\(([\d.]+) questions/s\)", text).group(1)), rss
+
+
+def run_pipeline(python, limit, batch, out):
+    text, rss = peak_rss_mb([python, os.path.join(ROOT, "tools", "hf_qa_reference.py"), "--model", MODEL, "--data", DATA,
+                             "--limit", str(limit), "--batch-size", str(batch), "--threads", "2", "--out", out,
+                             "--no-eval", "--quiet"])
+    summary = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    return float(summary["questions_per_s"]), rss
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit", type=int, default=2000)
+    parser.add_argument("--batch-sizes", default="8")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
+    lector = os.path.join(target, "release", "lector")
+    python = subprocess.run(["bash", os.path.join(ROOT, "tools", "setup-hf.sh")], check=True, capture_output=True,
+                            text=True).stdout.strip().splitlines()[-1]
+    results = {"lector": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for batch in [int(b) for b in args.batch_sizes.split(",")]:
+                qps, rss = run_pipeline(python, args.limit, batch, os.path.join(tmp, f"hf{batch}.json"))
+                results.setdefault(f"pipeline bs={batch}", []).append((qps, rss))
+                print(f"round {r + 1}: pipeline batch_size {batch}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
+            qps, rss = run_lector(lector, args.limit, os.path.join(tmp, "lector.json"))
+            results["lector"].append((qps, rss))
+            print(f"round {r + 1}: lector: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
+        with open(os.path.join(tmp, "lector.json")) as f:
+            ours = json.load(f)
+        best_batch = max((k for k in results if k != "lector"), key=lambda k: statistics.median(q for q, _ in results[k]))
+        with open(os.path.join(tmp, f"hf{best_batch.split('=')[1]}.json")) as f:
+            theirs = json.load(f)
+    same = sum(ours[k] == theirs[k] for k in theirs)
+    med = {k: statistics.median(q for q, _ in v) for k, v in results.items()}
+    print(f"\n{args.limit} questions; answers equal: {same}/{len(theirs)}")
+    for k, v in med.items():
+        print(f"  {k:20s} median {v:6.1f} q/s, peak RSS {max(r for _, r in results[k]):.0f} MB")
+    print(f"ratio lector / fastest pipeline ({best_batch}): {med['lector'] / med[best_batch]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

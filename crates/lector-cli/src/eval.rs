@@ -58,6 +58,19 @@ fn parse_confidence(text: &str) -> Result<f64, String> {
     }
 }
 
+/// Output options shared by the scoring subcommands.
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Write a self-contained HTML report.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Print JSON instead of a table (for `squad`: the official keys plus `intervals`).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
+}
+
 #[derive(Args)]
 pub struct SquadArgs {
     /// SQuAD dataset file (v1.1 or v2.0 format; its `version` picks the official rules).
@@ -76,14 +89,8 @@ pub struct SquadArgs {
     /// Write one JSON line per question (id, prediction, best gold, em, f1, has_ans, na_prob).
     #[arg(long)]
     per_question: Option<PathBuf>,
-    /// Write a self-contained HTML report.
-    #[arg(long)]
-    html: Option<PathBuf>,
-    /// Print JSON (the official keys plus `intervals`) instead of a table.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    bootstrap: BootstrapArgs,
+    output: OutputArgs,
 }
 
 #[derive(Args)]
@@ -115,14 +122,8 @@ pub struct RougeArgs {
     /// Write one JSON line per item with its scores.
     #[arg(long)]
     per_item: Option<PathBuf>,
-    /// Write a self-contained HTML report.
-    #[arg(long)]
-    html: Option<PathBuf>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    bootstrap: BootstrapArgs,
+    output: OutputArgs,
 }
 
 #[derive(Args)]
@@ -168,14 +169,8 @@ pub struct RetrievalArgs {
     /// Write one JSON line per query with its metric values.
     #[arg(long)]
     per_query: Option<PathBuf>,
-    /// Write a self-contained HTML report.
-    #[arg(long)]
-    html: Option<PathBuf>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    bootstrap: BootstrapArgs,
+    output: OutputArgs,
 }
 
 pub fn run(cmd: EvalCommand) -> Result<()> {
@@ -210,7 +205,7 @@ fn squad(args: SquadArgs) -> Result<()> {
     let evaluation = squad::evaluate(&dataset, &predictions, &no_answer)?;
     warn_about_coverage(&dataset, &predictions, &evaluation.missing);
 
-    let settings = args.bootstrap.settings();
+    let settings = args.output.bootstrap.settings();
     let intervals = squad_intervals(&evaluation.questions, evaluation.version, &settings);
     if let Some(path) = &args.out_file {
         write_file(path, &serde_json::to_string(&evaluation.summary)?)?;
@@ -218,7 +213,7 @@ fn squad(args: SquadArgs) -> Result<()> {
     if let Some(path) = &args.per_question {
         write_jsonl(path, &evaluation.questions)?;
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &args.output.html {
         squad_report(
             &args.data,
             &evaluation,
@@ -228,7 +223,7 @@ fn squad(args: SquadArgs) -> Result<()> {
         )
         .write(path)?;
     }
-    if args.json {
+    if args.output.json {
         let mut out = evaluation.summary.clone();
         out.insert("intervals".into(), serde_json::to_value(&intervals)?);
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -396,7 +391,7 @@ fn rouge(args: RougeArgs) -> Result<()> {
         .iter()
         .map(|i| scorer.score(&i.prediction, &i.references))
         .collect();
-    let settings = args.bootstrap.settings();
+    let settings = args.output.bootstrap.settings();
     type Pick = fn(&rouge::RougeScores) -> rouge::Score;
     type Part = fn(rouge::Score) -> f64;
     let types: [(&str, Pick); 4] = [
@@ -428,7 +423,7 @@ fn rouge(args: RougeArgs) -> Result<()> {
             .collect();
         write_jsonl(path, &rows)?;
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &args.output.html {
         let mut report = Report::new(format!("ROUGE: {}", args.input.display()));
         let headline: Vec<Metric> = intervals
             .iter()
@@ -450,7 +445,7 @@ fn rouge(args: RougeArgs) -> Result<()> {
         report.write(path)?;
     }
     print_intervals(
-        args.json,
+        args.output.json,
         items.len(),
         "items",
         &intervals,
@@ -494,7 +489,7 @@ fn score_run(
             eprintln!("warning: {} {what} (first: {})", ids.len(), ids[0]);
         }
     }
-    let settings = args.bootstrap.settings();
+    let settings = args.output.bootstrap.settings();
     let intervals: Intervals = eval
         .metric_names
         .iter()
@@ -508,7 +503,7 @@ fn score_run(
     if let Some(path) = &args.per_query {
         write_jsonl(path, &eval.queries)?;
     }
-    if let Some(path) = &args.html {
+    if let Some(path) = &args.output.html {
         let mut report = Report::new(format!("Retrieval evaluation: {}", run_path.display()));
         let headline: Vec<Metric> = intervals
             .iter()
@@ -536,7 +531,7 @@ fn score_run(
         report.write(path)?;
     }
     print_intervals(
-        args.json,
+        args.output.json,
         eval.num_evaluated(),
         "queries",
         &intervals,
@@ -562,7 +557,7 @@ fn score_answers(items: &[retrieval::AnswerItem], path: &Path, args: &RetrievalA
         bail!("{}: no questions", path.display());
     }
     let recall = retrieval::answer_recall(items, args.max_k);
-    let settings = args.bootstrap.settings();
+    let settings = args.output.bootstrap.settings();
     let hits_at = |k: usize| -> Vec<f64> {
         recall
             .queries
@@ -585,7 +580,7 @@ fn score_answers(items: &[retrieval::AnswerItem], path: &Path, args: &RetrievalA
     if let Some(out) = &args.per_query {
         write_jsonl(out, &recall.queries)?;
     }
-    if let Some(out) = &args.html {
+    if let Some(out) = &args.output.html {
         let mut report = Report::new(format!("Answer recall: {}", path.display()));
         let headline: Vec<Metric> = intervals
             .iter()
@@ -605,7 +600,7 @@ fn score_answers(items: &[retrieval::AnswerItem], path: &Path, args: &RetrievalA
         ));
         report.write(out)?;
     }
-    if args.json {
+    if args.output.json {
         let mut out = Map::new();
         out.insert("questions".into(), recall.queries.len().into());
         out.insert("mrr".into(), recall.mrr.into());

@@ -11,10 +11,9 @@
 use crate::error::Result;
 use crate::input::{invalid, read_json, read_json_entries};
 use crate::normalize::{normalize_answer, tokens_of};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -487,7 +486,7 @@ fn best_thresholds(raw: &[QuestionScore], probs: &NaProbs, num_no_ans: usize) ->
 
 /// Ids that appear in the predictions but not in the dataset (ignored, as by the official scripts).
 pub fn unknown_predictions<'a>(dataset: &Dataset, predictions: &'a Predictions) -> Vec<&'a str> {
-    let known: HashSet<&str> = dataset.questions.iter().map(|q| q.id.as_str()).collect();
+    let known: FxHashSet<&str> = dataset.questions.iter().map(|q| q.id.as_str()).collect();
     predictions
         .iter()
         .map(|(id, _)| id.as_str())

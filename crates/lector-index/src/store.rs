@@ -221,16 +221,24 @@ fn is_temporary(name: &str) -> bool {
         .is_some_and(|base| base == MANIFEST || is_segment_file(base))
 }
 
+/// The names of the entries of `dir`.
+pub(crate) fn file_names(dir: &Path) -> Result<Vec<String>> {
+    std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .map(|entry| {
+            Ok(entry
+                .map_err(io(dir))?
+                .file_name()
+                .to_string_lossy()
+                .into_owned())
+        })
+        .collect()
+}
+
 /// Deletes segment files the manifest does not list and temporary files of unfinished commits.
 /// Only the lock holder calls this, so no commit is in progress.
 pub(crate) fn remove_unlisted(dir: &Path, manifest: &Manifest) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(io(dir))?;
-    for entry in entries {
-        let name = entry
-            .map_err(io(dir))?
-            .file_name()
-            .to_string_lossy()
-            .into_owned();
+    for name in file_names(dir)? {
         let listed = manifest.segments.iter().any(|s| s.file == name);
         let leftover = (is_segment_file(&name) && !listed) || is_temporary(&name);
         if leftover {

@@ -229,13 +229,7 @@ impl IndexWriter {
 
 /// Creates a new index: the directory must hold nothing but (leftover) index files.
 fn create(dir: &Path, settings: IndexSettings) -> Result<Manifest> {
-    let entries = std::fs::read_dir(dir).map_err(io(dir))?;
-    for entry in entries {
-        let name = entry
-            .map_err(io(dir))?
-            .file_name()
-            .to_string_lossy()
-            .into_owned();
+    for name in store::file_names(dir)? {
         if !store::is_index_file(&name) {
             return Err(Error::Config(format!(
                 "{} is not empty and is not a lector index (found `{name}`); choose another --index directory",

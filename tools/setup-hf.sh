@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates the Python environment with Hugging Face transformers + torch (CPU use) that lector's extractive
-# reader is checked and benchmarked against (tools/hf_qa_reference.py, tools/make_tiny_checkpoints.py).
+# reader is checked and benchmarked against (tools/hf_qa_reference.py, tools/make_tiny_checkpoints.py), with
+# sentence-transformers for the embedder's reference and benchmark (tools/st_reference.py, bench/embed_speed.py).
 # Idempotent and cached: a second run is offline. Prints the interpreter path on its last line.
 #
 # torch: PyPI has only one Linux x86_64 wheel per version, built with CUDA; the CPU-only wheels live on a
@@ -11,13 +12,14 @@
 # disk, about 3 minutes here. A GPU is never used (everything runs on the CPU).
 set -euo pipefail
 venv="${LECTOR_HF_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/lector/hf-env}"
-stamp="$venv/.lector-hf-v1"
+stamp="$venv/.lector-hf-v2"
 if [ ! -f "$stamp" ]; then
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    torch==2.9.1 transformers==4.57.6 tokenizers==0.22.1 safetensors==0.6.2 numpy==2.3.5 >&2
+    torch==2.9.1 transformers==4.57.6 tokenizers==0.22.1 safetensors==0.6.2 numpy==2.3.5 \
+    sentence-transformers==5.1.2 >&2
   "$venv/bin/python" - >&2 <<'PY'
-import torch, transformers, tokenizers, safetensors, numpy
+import torch, transformers, tokenizers, safetensors, numpy, sentence_transformers
 torch.set_num_threads(1)
 lin = torch.nn.Linear(4, 2)
 assert lin(torch.ones(1, 4)).shape == (1, 2)

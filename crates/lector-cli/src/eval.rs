@@ -145,15 +145,9 @@ pub struct RetrievalArgs {
     /// read, optional `answers: [..]`), or a SQuAD dataset (.json) whose questions carry answers.
     #[arg(long, requires = "index")]
     queries: Option<PathBuf>,
-    /// Retriever for --index: bm25 (dense and hybrid arrive with the embedder).
-    #[arg(long, default_value = "bm25")]
-    mode: lector_index::Mode,
-    /// BM25 k1 for --index [default: the index's].
-    #[arg(long)]
-    k1: Option<f64>,
-    /// BM25 b for --index [default: the index's].
-    #[arg(long)]
-    b: Option<f64>,
+    /// Retrieval options for --index.
+    #[command(flatten)]
+    retrieval: crate::search::RetrievalOptions,
     /// Documents retrieved per query for --index with --qrels.
     #[arg(long, default_value_t = 1000)]
     depth: usize,

@@ -8,6 +8,7 @@ use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::{AddOutcome, Bm25Params, Index, IndexSettings, IndexWriter, Stemmer};
 use serde_json::json;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The index directory used when neither `--index` nor `$LECTOR_INDEX` is given.
 pub const DEFAULT_INDEX_DIR: &str = "lector-index";
@@ -46,8 +47,8 @@ impl IndexDir {
 
 #[derive(Args)]
 pub struct AddArgs {
-    /// Files or folders (folders are read recursively).
-    #[arg(required = true)]
+    /// Files or folders (folders are read recursively); none with --dense embeds what the index holds.
+    #[arg(required_unless_present = "dense")]
     paths: Vec<PathBuf>,
     #[command(flatten)]
     dir: IndexDir,
@@ -75,6 +76,13 @@ pub struct AddArgs {
     /// Largest document accepted, in MiB of text.
     #[arg(long, default_value_t = 128.0)]
     max_doc_mb: f64,
+    /// Keep passage vectors for dense and hybrid search (embeds every passage, including those
+    /// already indexed; an index stays dense once it is).
+    #[arg(long)]
+    dense: bool,
+    /// Embedder checkpoint for --dense [default: the registry's all-MiniLM-L6-v2].
+    #[arg(long, value_name = "DIR")]
+    embedder: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -174,6 +182,10 @@ fn add(args: AddArgs) -> Result<()> {
     let dir = args.dir.path();
     let mut writer = IndexWriter::open_or_create(&dir, requested_settings(&args)?)?;
     check_existing(&args, writer.settings())?;
+    if args.dense || writer.is_dense() {
+        let embedder = crate::embedder::load(args.embedder.as_deref())?;
+        writer.set_embedder(Arc::new(embedder))?;
+    }
     let walk = ingest::walk(&args.paths);
     let mut counts = Counts::default();
     for err in &walk.errors {
@@ -205,7 +217,7 @@ fn add(args: AddArgs) -> Result<()> {
                 }
             }
             if writer.pending() >= args.commit_every.max(1) {
-                let info = writer.commit()?;
+                let info = progress.suspend(|| commit(&mut writer))?;
                 progress.suspend(|| {
                     eprintln!(
                         "committed generation {}: {} documents",
@@ -227,8 +239,8 @@ fn add(args: AddArgs) -> Result<()> {
         }
         done_bytes += file.bytes;
     }
-    let info = writer.commit()?;
     progress.finish_and_clear();
+    let info = commit(&mut writer)?;
     report_add(
         &args,
         &dir,
@@ -237,6 +249,25 @@ fn add(args: AddArgs) -> Result<()> {
         writer.committed(),
         info.generation,
     )
+}
+
+/// Commits, with a progress bar while passages are embedded.
+fn commit(writer: &mut IndexWriter) -> lector_index::Result<lector_index::CommitInfo> {
+    let bar = ProgressBar::hidden();
+    let style = ProgressStyle::with_template(
+        "embedding {wide_bar} {pos}/{len} passages ({per_sec}, {eta})",
+    )
+    .expect("valid template");
+    let info = writer.commit_with_progress(&mut |done, total| {
+        if bar.is_hidden() && total > 0 {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            bar.set_style(style.clone());
+            bar.set_length(total as u64);
+        }
+        bar.set_position(done as u64);
+    });
+    bar.finish_and_clear();
+    info
 }
 
 fn progress_bar(total: u64) -> ProgressBar {
@@ -326,6 +357,16 @@ fn stats(args: StatsArgs) -> Result<()> {
             },
         ),
         ("bm25 k1 / b", format!("{} / {}", s.bm25.k1, s.bm25.b)),
+        (
+            "dense vectors",
+            match &stats.dense {
+                Some(d) => format!(
+                    "{} ({} dims; {} passages in HNSW graphs)",
+                    d.model, d.dim, stats.hnsw_passages
+                ),
+                None => "none (bm25 only)".into(),
+            },
+        ),
     ]
     .into_iter()
     .map(|(k, v)| vec![k.to_string(), v])

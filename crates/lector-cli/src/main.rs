@@ -1,6 +1,7 @@
 //! `lector`: question answering with its evidence, and the evaluation to back it.
 //! A thin binary: each subcommand parses its arguments and calls into the library crates.
 
+mod embedder;
 mod eval;
 mod index;
 mod models;

@@ -1,5 +1,5 @@
 //! `lector models`: list the models lector uses and fetch the downloadable ones.
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
 use lector_models::registry::{self, WHEEL_MODELS};
 use std::path::PathBuf;
@@ -21,6 +21,24 @@ pub enum ModelsCommand {
         #[arg(long, value_name = "NAME")]
         hub: Option<String>,
     },
+    /// Embed texts with the sentence embedder and write the vectors as a float32 .npy matrix.
+    Embed(EmbedArgs),
+}
+
+#[derive(clap::Args)]
+pub struct EmbedArgs {
+    /// Texts: a .txt file (one text per line) or JSON lines with a `text` field (and optional
+    /// `title`, prepended as the index does).
+    input: PathBuf,
+    /// Where to write the `(texts, dim)` float32 matrix (NumPy .npy).
+    #[arg(long)]
+    out: PathBuf,
+    /// Embedder checkpoint [default: the registry's all-MiniLM-L6-v2].
+    #[arg(long, value_name = "DIR")]
+    embedder: Option<PathBuf>,
+    /// Print the summary (texts, seconds, texts/s) as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,6 +53,7 @@ pub fn run(cmd: ModelsCommand) -> Result<()> {
     match cmd {
         ModelsCommand::List { json } => list(json),
         ModelsCommand::Pull { which, hub } => pull(which, hub.as_deref()),
+        ModelsCommand::Embed(args) => embed(args),
     }
 }
 
@@ -130,4 +149,87 @@ fn wanted(which: Which, role: &str) -> bool {
         Which::Embedder => role == "embedder",
         Which::Generator => role == "generator",
     }
+}
+
+/// Texts per call to the embedder (it batches further inside).
+const EMBED_CHUNK: usize = 1024;
+
+fn embed(args: EmbedArgs) -> Result<()> {
+    let texts = read_texts(&args.input)?;
+    let embedder = crate::embedder::load(args.embedder.as_deref())?;
+    let bar = indicatif::ProgressBar::new(texts.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "embedding {wide_bar} {pos}/{len} ({per_sec}, {eta})",
+        )
+        .expect("valid template"),
+    );
+    let start = std::time::Instant::now();
+    let dim = lector_index::Embedder::dim(&embedder);
+    let mut matrix = Vec::with_capacity(texts.len() * dim);
+    for chunk in texts.chunks(EMBED_CHUNK) {
+        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        let vectors =
+            lector_index::Embedder::embed(&embedder, &refs).map_err(anyhow::Error::msg)?;
+        matrix.extend(vectors.into_iter().flatten());
+        bar.inc(chunk.len() as u64);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    write_npy(&args.out, &matrix, texts.len(), dim)?;
+    let rate = texts.len() as f64 / seconds.max(1e-9);
+    if args.json {
+        let out = serde_json::json!({"texts": texts.len(), "dim": dim, "seconds": seconds,
+            "texts_per_second": rate, "out": args.out});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "embedded {} texts in {seconds:.2} s ({rate:.1} texts/s) -> {}",
+            texts.len(),
+            args.out.display()
+        );
+    }
+    Ok(())
+}
+
+/// One text per line of a .txt file, or the `title` + `text` of each JSON line.
+fn read_texts(path: &std::path::Path) -> Result<Vec<String>> {
+    if path.extension().is_some_and(|e| e == "txt") {
+        let text = lector_eval::input::read_text(path)?;
+        return Ok(text.lines().map(str::to_string).collect());
+    }
+    let lines: Vec<serde_json::Value> = lector_eval::input::read_jsonl(path)?;
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let Some(text) = line["text"].as_str() else {
+                bail!("{}: line {}: no string field `text`", path.display(), i + 1);
+            };
+            Ok(
+                match line["title"].as_str().filter(|t| !t.trim().is_empty()) {
+                    Some(title) => format!("{title} {text}"),
+                    None => text.to_string(),
+                },
+            )
+        })
+        .collect()
+}
+
+/// Writes a C-order float32 matrix in NumPy's .npy format (version 1.0).
+fn write_npy(path: &std::path::Path, data: &[f32], rows: usize, cols: usize) -> Result<()> {
+    let mut header =
+        format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    // Magic (6) + version (2) + header length (2) + header + newline: a multiple of 64 bytes.
+    let unpadded = 10 + header.len() + 1;
+    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
+    header.push('\n');
+    let mut bytes = Vec::with_capacity(10 + header.len() + data.len() * 4);
+    bytes.extend_from_slice(b"\x93NUMPY\x01\x00");
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for v in data {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -1,11 +1,14 @@
-//! `lector search`: ranked passages for a query, as a table or JSON.
+//! `lector search`: ranked passages for a query, as a table or JSON; and the retrieval options
+//! every command that searches an index shares.
 
+use crate::embedder::{self, IndexEmbedder};
 use crate::index::IndexDir;
 use crate::table::print_table;
-use anyhow::Result;
-use clap::Args;
-use lector_index::{Bm25Params, Index, Mode, Retriever};
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use lector_index::{Bm25Params, Embedder, Fusion, Index, Mode, SearchOptions, DEFAULT_EF};
 use serde_json::json;
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct SearchArgs {
@@ -13,21 +16,90 @@ pub struct SearchArgs {
     query: String,
     #[command(flatten)]
     dir: IndexDir,
-    /// Retriever: bm25 (dense and hybrid arrive with the embedder).
-    #[arg(long, default_value = "bm25")]
-    mode: Mode,
     /// Passages to return.
     #[arg(long, default_value_t = 10)]
     k: usize,
+    #[command(flatten)]
+    retrieval: RetrievalOptions,
+    /// Print JSON (full passage text, offsets, per-retriever scores) instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// How hybrid retrieval combines its two rankings.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FusionKind {
+    /// Reciprocal rank fusion: sum of 1 / (rrf-k + rank).
+    Rrf,
+    /// Weighted sum of min-max-normalised scores (--weights).
+    Weighted,
+}
+
+/// Retriever choice and parameters.
+#[derive(Args, Clone)]
+pub struct RetrievalOptions {
+    /// Retriever: bm25, dense or hybrid [default: hybrid when the index has passage vectors, else bm25].
+    #[arg(long)]
+    pub mode: Option<Mode>,
     /// BM25 k1 [default: the index's].
     #[arg(long)]
     k1: Option<f64>,
     /// BM25 b [default: the index's].
     #[arg(long)]
     b: Option<f64>,
-    /// Print JSON (full passage text, offsets, per-retriever scores) instead of a table.
+    /// Hybrid fusion.
+    #[arg(long, value_enum, default_value_t = FusionKind::Rrf)]
+    fusion: FusionKind,
+    /// The k of reciprocal rank fusion.
+    #[arg(long, default_value_t = 60.0)]
+    rrf_k: f64,
+    /// Weights of BM25 and dense for weighted fusion.
+    #[arg(long, value_delimiter = ',', num_args = 2, default_values_t = [0.5, 0.5])]
+    weights: Vec<f64>,
+    /// HNSW beam width for dense search (higher: better recall, slower).
+    #[arg(long, default_value_t = DEFAULT_EF)]
+    ef: usize,
+    /// Dense search by exact scan instead of the HNSW graph.
     #[arg(long)]
-    json: bool,
+    exact: bool,
+    /// Embedder checkpoint for dense search [default: the registry's all-MiniLM-L6-v2].
+    #[arg(long, value_name = "DIR")]
+    embedder: Option<PathBuf>,
+}
+
+impl RetrievalOptions {
+    /// The mode asked for, else hybrid for an index with vectors and bm25 otherwise.
+    pub fn mode_for(&self, index: &Index) -> Mode {
+        self.mode.unwrap_or(if index.dense_meta().is_some() {
+            Mode::Hybrid
+        } else {
+            Mode::Bm25
+        })
+    }
+
+    /// Search options for `index`, and the embedder when the mode needs one.
+    pub fn resolve(&self, index: &Index) -> Result<(SearchOptions, Option<IndexEmbedder>)> {
+        let mode = self.mode_for(index);
+        let mut options = SearchOptions::for_index(index, mode);
+        options.bm25 = bm25_params(index, self.k1, self.b)?;
+        options.fusion = match self.fusion {
+            FusionKind::Rrf if self.rrf_k >= 0.0 => Fusion::Rrf { k: self.rrf_k },
+            FusionKind::Rrf => bail!("--rrf-k must not be negative"),
+            FusionKind::Weighted => Fusion::Weighted(self.weights.clone()),
+        };
+        options.ef = (!self.exact).then_some(self.ef.max(1));
+        let embedder = if mode.is_dense() {
+            embedder::for_index(index, self.embedder.as_deref())?
+        } else {
+            None
+        };
+        Ok((options, embedder))
+    }
+}
+
+/// The embedder as the index's trait object.
+pub fn as_dyn(embedder: &Option<IndexEmbedder>) -> Option<&dyn Embedder> {
+    embedder.as_ref().map(|e| e as &dyn Embedder)
 }
 
 /// The index's BM25 defaults with command-line overrides.
@@ -41,12 +113,14 @@ pub fn bm25_params(index: &Index, k1: Option<f64>, b: Option<f64>) -> Result<Bm2
 }
 
 pub fn run(args: SearchArgs) -> Result<()> {
-    args.mode.check_available()?;
     let index = Index::open(args.dir.path())?;
-    let params = bm25_params(&index, args.k1, args.b)?;
-    let hits = index.bm25(params).retrieve(&args.query, args.k)?;
+    let (options, embedder) = args.retrieval.resolve(&index)?;
+    let hits = index
+        .retriever(&options, as_dyn(&embedder))?
+        .retrieve(&args.query, args.k)?;
     if args.json {
-        let out = json!({"query": args.query, "mode": args.mode.name(), "k1": params.k1, "b": params.b, "hits": hits});
+        let params = options.bm25;
+        let out = json!({"query": args.query, "mode": options.mode.name(), "k1": params.k1, "b": params.b, "hits": hits});
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }

@@ -277,7 +277,7 @@ fn bad_input_is_skipped_and_counted_or_stops_with_strict() {
 }
 
 #[test]
-fn search_prints_a_table_json_and_refuses_dense_for_now() {
+fn search_prints_a_table_json_and_every_mode_once_dense() {
     let tmp = tempfile::tempdir().unwrap();
     let idx = tmp.path().join("idx");
     let idx_s = idx.to_str().unwrap();
@@ -320,10 +320,58 @@ fn search_prints_a_table_json_and_refuses_dense_for_now() {
     assert_eq!(json["hits"][0]["sources"][0]["retriever"], "bm25");
     let dense = lector(&["search", "anything", "--index", idx_s, "--mode", "dense"]);
     assert_eq!(dense.status.code(), Some(2));
-    assert_eq!(
-        text(&dense.stderr).trim(),
-        "error: retrieval mode `dense` is not available yet: the dense retriever lands with the embedder"
+    assert!(
+        text(&dense.stderr)
+            .contains("has no passage vectors; add them with `lector index add --dense`"),
+        "{}",
+        text(&dense.stderr)
     );
+
+    // A small index of the first three articles made dense (no paths: embed what is there),
+    // then searched in every mode.
+    let slice = tmp.path().join("slice.json");
+    let mut dataset: Value =
+        serde_json::from_str(&std::fs::read_to_string(&squad).unwrap()).unwrap();
+    dataset["data"].as_array_mut().unwrap().truncate(3);
+    std::fs::write(&slice, dataset.to_string()).unwrap();
+    let idx = tmp.path().join("small");
+    let idx_s = idx.to_str().unwrap();
+    let added = lector(&["index", "add", slice.to_str().unwrap(), "--index", idx_s]);
+    assert!(added.status.success(), "{}", text(&added.stderr));
+    let made_dense = lector(&["index", "add", "--dense", "--index", idx_s]);
+    assert!(made_dense.status.success(), "{}", text(&made_dense.stderr));
+    let stats = lector(&["index", "stats", "--index", idx_s, "--json"]);
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(stats["dense"]["model"], "all-minilm-l6-v2");
+    for mode in ["dense", "hybrid"] {
+        let out = lector(&[
+            "search",
+            "Which team won Super Bowl 50?",
+            "--index",
+            idx_s,
+            "--mode",
+            mode,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["mode"], mode);
+        let first = &json["hits"][0];
+        assert!(
+            first["doc_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("Super_Bowl_50#"),
+            "{mode}: {first}"
+        );
+        let retrievers: Vec<&str> = first["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["retriever"].as_str().unwrap())
+            .collect();
+        assert!(retrievers.contains(&"dense"), "{mode}: {retrievers:?}");
+    }
 }
 
 #[test]

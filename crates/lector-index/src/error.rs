@@ -35,11 +35,9 @@ pub enum Error {
     /// A setting conflicts with the index (e.g. different passage size than it was built with).
     #[error("{0}")]
     Config(String),
-    /// The requested retriever does not exist yet.
-    #[error(
-        "retrieval mode `{mode}` is not available yet: the dense retriever lands with the embedder"
-    )]
-    NotAvailable { mode: String },
+    /// The embedder failed or returned malformed vectors.
+    #[error("embedding failed: {0}")]
+    Embed(String),
 }
 
 /// Result alias for this crate.

@@ -5,8 +5,9 @@ use crate::bm25::{idf, Bm25Params, TfNorm};
 use crate::error::{Error, Result};
 use crate::passage::Span;
 use crate::retriever::{Hit, Retriever, RetrieverKind, Source};
+use crate::dense::SegmentVectors;
 use crate::segment::Segment;
-use crate::store::{self, IndexSettings, Manifest};
+use crate::store::{self, DenseMeta, IndexSettings, Manifest};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +21,15 @@ const OPEN_ATTEMPTS: usize = 20;
 pub(crate) struct LiveSegment {
     pub segment: Arc<Segment>,
     pub deleted: Vec<bool>,
+    /// The passage vectors (dense indexes).
+    pub vectors: Option<Arc<SegmentVectors>>,
+}
+
+impl LiveSegment {
+    /// Whether passage `p` belongs to a live document.
+    pub fn is_live(&self, p: u32) -> bool {
+        !self.deleted[self.segment.passages[p as usize].doc as usize]
+    }
 }
 
 /// An opened index: the documents and postings of one commit. Later commits by a writer are not
@@ -56,6 +66,10 @@ pub struct IndexStats {
     pub mean_passage_terms: f64,
     /// The index's settings.
     pub settings: IndexSettings,
+    /// The embedding model, when the index keeps passage vectors.
+    pub dense: Option<DenseMeta>,
+    /// Passages searched through an HNSW graph (the rest are scanned exactly).
+    pub hnsw_passages: usize,
 }
 
 /// A stored document.
@@ -133,6 +147,11 @@ impl Index {
         self.manifest.settings
     }
 
+    /// The embedding model of the passage vectors, if the index has them.
+    pub fn dense_meta(&self) -> Option<&DenseMeta> {
+        self.manifest.dense.as_ref()
+    }
+
     /// The commit generation of this snapshot.
     pub fn generation(&self) -> u64 {
         self.manifest.generation
@@ -165,6 +184,14 @@ impl Index {
             bytes: self.manifest.segments.iter().map(|s| s.bytes).sum(),
             mean_passage_terms: self.avg_len(),
             settings: self.manifest.settings,
+            dense: self.manifest.dense.clone(),
+            hnsw_passages: self
+                .segments
+                .iter()
+                .filter_map(|s| s.vectors.as_ref())
+                .filter(|v| v.hnsw.is_some())
+                .map(|v| v.vectors.len())
+                .sum(),
         }
     }
 
@@ -272,7 +299,14 @@ impl Index {
         })
     }
 
-    fn hit(&self, score: f64, s: usize, p: u32, rank: usize) -> Hit {
+    pub(crate) fn hit(
+        &self,
+        retriever: RetrieverKind,
+        score: f64,
+        s: usize,
+        p: u32,
+        rank: usize,
+    ) -> Hit {
         let segment = &self.segments[s].segment;
         let passage = &segment.passages[p as usize];
         let doc = &segment.docs[passage.doc as usize];
@@ -284,7 +318,7 @@ impl Index {
             text: doc.text[passage.span.byte_start..passage.span.byte_end].to_string(),
             score,
             sources: vec![Source {
-                retriever: RetrieverKind::Bm25,
+                retriever,
                 rank,
                 score,
             }],
@@ -292,7 +326,7 @@ impl Index {
     }
 
     /// Orders scored passages best first, ties by document id then passage, and keeps `k`.
-    fn top(&self, mut scored: Vec<(f64, usize, u32)>, k: usize) -> Vec<(f64, usize, u32)> {
+    pub(crate) fn top(&self, mut scored: Vec<(f64, usize, u32)>, k: usize) -> Vec<(f64, usize, u32)> {
         let key = |&(v, s, p): &(f64, usize, u32)| {
             (std::cmp::Reverse(ordered(v)), self.doc_id_of(s, p), s, p)
         };
@@ -310,9 +344,14 @@ impl Index {
     }
 }
 
-/// Total order on finite scores (NaN never occurs: every term is finite and non-negative).
+/// A key that orders floats like `f64::total_cmp` (scores may be negative: cosine similarities).
 fn ordered(v: f64) -> u64 {
-    v.to_bits()
+    let bits = v.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    }
 }
 
 /// Loads every segment the manifest lists; `None` when one vanished (re-read the manifest).
@@ -326,9 +365,19 @@ pub(crate) fn load_segments(dir: &Path, manifest: &Manifest) -> Result<Option<Ve
         for &d in &meta.deleted {
             deleted[d as usize] = true;
         }
+        let vectors = match (&manifest.dense, &meta.vectors) {
+            (Some(dense), Some(file)) => {
+                match store::read_vectors(dir, file, &dense.model, meta.passages)? {
+                    Some(vectors) => Some(Arc::new(vectors)),
+                    None => return Ok(None),
+                }
+            }
+            _ => None,
+        };
         out.push(LiveSegment {
             segment: Arc::new(segment),
             deleted,
+            vectors,
         });
     }
     Ok(Some(out))
@@ -394,7 +443,7 @@ impl Retriever for Bm25Retriever<'_> {
         Ok(top
             .into_iter()
             .enumerate()
-            .map(|(i, (v, s, p))| self.index.hit(v, s, p, i + 1))
+            .map(|(i, (v, s, p))| self.index.hit(RetrieverKind::Bm25, v, s, p, i + 1))
             .collect())
     }
 }

@@ -34,23 +34,32 @@
 pub mod analysis;
 pub mod bm25;
 mod codec;
+mod dense;
 pub mod document;
+mod embed;
 pub mod error;
 pub mod html;
 mod index;
 pub mod ingest;
 pub mod passage;
 pub mod retriever;
+mod search;
 mod segment;
 mod store;
+pub mod vector;
 mod writer;
 
 pub use analysis::{AnalyzerConfig, Stemmer};
 pub use bm25::Bm25Params;
+pub use dense::HNSW_MIN_VECTORS;
 pub use document::Document;
+pub use embed::Embedder;
 pub use error::{Error, Result};
 pub use index::{Bm25Retriever, DocumentHit, DocumentRef, Index, IndexStats};
 pub use passage::{ChunkConfig, Span};
-pub use retriever::{fuse, Fusion, Hit, Mode, Retriever, RetrieverKind, Source};
-pub use store::{IndexSettings, FORMAT_VERSION};
+pub use retriever::{fuse, rank_documents, Fusion, Hit, Mode, Retriever, RetrieverKind, Source};
+pub use search::{
+    DenseRetriever, HybridRetriever, SearchOptions, DEFAULT_EF, DEFAULT_FUSION_DEPTH,
+};
+pub use store::{DenseMeta, IndexSettings, FORMAT_VERSION};
 pub use writer::{AddOutcome, CommitInfo, IndexWriter};

@@ -1,11 +1,12 @@
-//! The retriever interface: BM25 today; dense and hybrid retrieval plug in here.
+//! The retriever interface shared by BM25, dense and hybrid retrieval.
 //!
 //! A [`Retriever`] turns a query into ranked [`Hit`]s. Every hit records which retrievers found
 //! it, at what rank and with what score ([`Source`]), so a fused hybrid ranking stays explainable.
 //! [`fuse`] combines rankings by reciprocal rank fusion or by a weighted sum of min-max-normalised
-//! scores; the hybrid mode will be `fuse(&[bm25, dense], ..)` once the dense retriever exists.
+//! scores; hybrid retrieval is `fuse(&[bm25, dense], ..)`.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::index::DocumentHit;
 use crate::passage::Span;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -16,8 +17,10 @@ use std::collections::HashMap;
 pub enum RetrieverKind {
     /// Lexical BM25 over the inverted index.
     Bm25,
-    /// Embedding similarity (phase 2).
+    /// Embedding similarity.
     Dense,
+    /// BM25 and dense fused.
+    Hybrid,
 }
 
 /// How a query is answered.
@@ -25,9 +28,9 @@ pub enum RetrieverKind {
 pub enum Mode {
     /// BM25 alone.
     Bm25,
-    /// The dense retriever alone (not available yet).
+    /// The dense retriever alone.
     Dense,
-    /// BM25 and dense fused (not available yet).
+    /// BM25 and dense fused.
     Hybrid,
 }
 
@@ -53,14 +56,9 @@ impl Mode {
         }
     }
 
-    /// `Ok` when this build can serve the mode, else the "not available yet" error.
-    pub fn check_available(self) -> Result<()> {
-        match self {
-            Mode::Bm25 => Ok(()),
-            Mode::Dense | Mode::Hybrid => Err(Error::NotAvailable {
-                mode: self.name().into(),
-            }),
-        }
+    /// Whether the mode embeds queries (and so needs the index's embedder).
+    pub fn is_dense(self) -> bool {
+        self != Mode::Bm25
     }
 }
 
@@ -156,6 +154,20 @@ pub fn fuse(rankings: &[Vec<Hit>], fusion: &Fusion, k: usize) -> Vec<Hit> {
     fused
 }
 
+/// Documents ranked by their best passage (MaxP) among `hits` (best first), at most `k`.
+pub fn rank_documents(hits: &[Hit], k: usize) -> Vec<DocumentHit> {
+    let mut seen = std::collections::HashSet::new();
+    hits.iter()
+        .filter(|h| seen.insert(h.doc_id.as_str()))
+        .take(k)
+        .map(|h| DocumentHit {
+            doc_id: h.doc_id.clone(),
+            score: h.score,
+            best_passage: h.passage,
+        })
+        .collect()
+}
+
 fn score_range(hits: &[Hit]) -> (f64, f64) {
     hits.iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), h| {
@@ -209,16 +221,17 @@ mod tests {
     }
 
     #[test]
-    fn dense_modes_are_not_available_yet() {
-        assert!(Mode::Bm25.check_available().is_ok());
-        let err = "hybrid"
-            .parse::<Mode>()
-            .unwrap()
-            .check_available()
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "retrieval mode `hybrid` is not available yet: the dense retriever lands with the embedder"
-        );
+    fn documents_are_ranked_by_their_best_passage() {
+        let mut second = hit("a", 3.0, 3, RetrieverKind::Dense);
+        second.passage = 4;
+        let hits = vec![
+            hit("a", 9.0, 1, RetrieverKind::Dense),
+            hit("b", 5.0, 2, RetrieverKind::Dense),
+            second,
+            hit("c", 1.0, 4, RetrieverKind::Dense),
+        ];
+        let docs = rank_documents(&hits, 2);
+        let ids: Vec<(&str, usize)> = docs.iter().map(|d| (d.doc_id.as_str(), d.best_passage)).collect();
+        assert_eq!(ids, [("a", 0), ("b", 0)]);
     }
 }

@@ -6,6 +6,8 @@
 //!   files with their length, CRC-32, and deleted documents. The manifest *is* the commit: readers
 //!   see exactly the segments it lists.
 //! - `seg-<generation>-<n>.lseg`: immutable segment files ([`crate::segment`]).
+//! - `seg-<generation>-<n>.lvec`: the passage vectors of a segment, when the index is dense
+//!   ([`crate::dense`]); written, checked and committed like the segment files.
 //! - `write.lock`: held with an OS advisory lock (`flock`) by the one writer; the OS releases it
 //!   when the process dies, even by `kill -9`, so a crash never leaves a stale lock.
 //!
@@ -18,6 +20,7 @@ use crate::analysis::AnalyzerConfig;
 use crate::bm25::Bm25Params;
 use crate::error::{io, Error, Result};
 use crate::passage::ChunkConfig;
+use crate::dense::SegmentVectors;
 use crate::segment::Segment;
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
@@ -50,6 +53,26 @@ pub(crate) struct Manifest {
     pub generation: u64,
     pub settings: IndexSettings,
     pub segments: Vec<SegmentMeta>,
+    /// Set once the index holds passage vectors: every segment then has a vector file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense: Option<DenseMeta>,
+}
+
+/// The embedding model of a dense index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DenseMeta {
+    /// The model's name ([`crate::Embedder::model`]).
+    pub model: String,
+    /// Its vector dimension.
+    pub dim: usize,
+}
+
+/// A file the manifest lists with its length and checksum.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct FileMeta {
+    pub file: String,
+    pub bytes: u64,
+    pub crc32: u32,
 }
 
 /// A live segment file and its deleted documents.
@@ -62,6 +85,9 @@ pub(crate) struct SegmentMeta {
     pub passages: u32,
     /// Documents (indices in the segment) deleted by later commits, ascending.
     pub deleted: Vec<u32>,
+    /// The segment's passage vectors (dense indexes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<FileMeta>,
 }
 
 impl Manifest {
@@ -72,6 +98,7 @@ impl Manifest {
             generation: 0,
             settings,
             segments: Vec::new(),
+            dense: None,
         }
     }
 }
@@ -111,18 +138,9 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Option<Manifest>> {
 /// Reads and verifies one segment. `Ok(None)` when the file is gone (a writer replaced it after
 /// the manifest was read; the caller re-reads the manifest).
 pub(crate) fn read_segment(dir: &Path, meta: &SegmentMeta) -> Result<Option<Segment>> {
-    let path = dir.join(&meta.file);
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io(&path)(e)),
+    let Some(bytes) = read_checked(dir, &meta.file, meta.bytes, meta.crc32)? else {
+        return Ok(None);
     };
-    if bytes.len() as u64 != meta.bytes || crc32fast::hash(&bytes) != meta.crc32 {
-        return Err(corrupt(
-            dir,
-            format!("{} does not match its checksum in {MANIFEST}", meta.file),
-        ));
-    }
     let segment =
         Segment::decode(&bytes).map_err(|m| corrupt(dir, format!("{}: {m}", meta.file)))?;
     if segment.docs.len() != meta.docs as usize || meta.deleted.iter().any(|&d| d >= meta.docs) {
@@ -132,6 +150,23 @@ pub(crate) fn read_segment(dir: &Path, meta: &SegmentMeta) -> Result<Option<Segm
         ));
     }
     Ok(Some(segment))
+}
+
+/// The bytes of `dir/name` after checking its length and CRC-32; `None` when it does not exist.
+fn read_checked(dir: &Path, name: &str, len: u64, crc32: u32) -> Result<Option<Vec<u8>>> {
+    let path = dir.join(name);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    if bytes.len() as u64 != len || crc32fast::hash(&bytes) != crc32 {
+        return Err(corrupt(
+            dir,
+            format!("{name} does not match its checksum in {MANIFEST}"),
+        ));
+    }
+    Ok(Some(bytes))
 }
 
 /// Writes `bytes` to `dir/name` durably: temporary file, fsync, rename.
@@ -178,7 +213,49 @@ pub(crate) fn write_segment(dir: &Path, name: &str, segment: &Segment) -> Result
         docs: segment.docs.len() as u32,
         passages: segment.passages.len() as u32,
         deleted: Vec::new(),
+        vectors: None,
     })
+}
+
+/// Writes a segment's vector file; returns its manifest entry.
+pub(crate) fn write_vectors(
+    dir: &Path,
+    name: &str,
+    model: &str,
+    vectors: &SegmentVectors,
+) -> Result<FileMeta> {
+    let bytes = vectors.encode(model);
+    write_durably(dir, name, &bytes)?;
+    Ok(FileMeta {
+        file: name.to_string(),
+        bytes: bytes.len() as u64,
+        crc32: crc32fast::hash(&bytes),
+    })
+}
+
+/// Reads and verifies the vector file of a segment with `passages` passages, made by `model`.
+/// `Ok(None)` when the file is gone (see [`read_segment`]).
+pub(crate) fn read_vectors(
+    dir: &Path,
+    meta: &FileMeta,
+    model: &str,
+    passages: u32,
+) -> Result<Option<SegmentVectors>> {
+    let Some(bytes) = read_checked(dir, &meta.file, meta.bytes, meta.crc32)? else {
+        return Ok(None);
+    };
+    let (stored_model, vectors) =
+        SegmentVectors::decode(&bytes).map_err(|m| corrupt(dir, format!("{}: {m}", meta.file)))?;
+    if stored_model != model || vectors.vectors.len() != passages as usize {
+        return Err(corrupt(
+            dir,
+            format!(
+                "{} does not hold the vectors {MANIFEST} lists",
+                meta.file
+            ),
+        ));
+    }
+    Ok(Some(vectors))
 }
 
 /// Commits: atomically replaces the manifest.
@@ -213,7 +290,7 @@ pub(crate) fn is_index_file(name: &str) -> bool {
 }
 
 fn is_segment_file(name: &str) -> bool {
-    name.starts_with("seg-") && name.ends_with(".lseg")
+    name.starts_with("seg-") && (name.ends_with(".lseg") || name.ends_with(".lvec"))
 }
 
 fn is_temporary(name: &str) -> bool {
@@ -239,7 +316,9 @@ pub(crate) fn file_names(dir: &Path) -> Result<Vec<String>> {
 /// Only the lock holder calls this, so no commit is in progress.
 pub(crate) fn remove_unlisted(dir: &Path, manifest: &Manifest) -> Result<()> {
     for name in file_names(dir)? {
-        let listed = manifest.segments.iter().any(|s| s.file == name);
+        let listed = manifest.segments.iter().any(|s| {
+            s.file == name || s.vectors.as_ref().is_some_and(|v| v.file == name)
+        });
         let leftover = (is_segment_file(&name) && !listed) || is_temporary(&name);
         if leftover {
             let path = dir.join(&name);

@@ -1,11 +1,14 @@
 //! The single writer of an index: add, replace and remove documents, then commit atomically.
 
 use crate::analysis::Analyzer;
+use crate::dense::{embed_segment, merge_vectors, SegmentVectors, HNSW_MIN_VECTORS};
+use crate::embed::Embedder;
 use crate::document::Document;
 use crate::error::{io, Error, Result};
 use crate::index::{load_segments, Index, LiveSegment};
 use crate::segment::Segment;
-use crate::store::{self, IndexSettings, Manifest, SegmentMeta};
+use crate::store::{self, DenseMeta, IndexSettings, Manifest, SegmentMeta};
+use crate::vector::{HnswParams, Vectors};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
@@ -45,6 +48,9 @@ pub struct IndexWriter {
     pending: Vec<Option<Document>>,
     pending_ids: HashMap<String, usize>,
     removed: HashSet<String>,
+    embedder: Option<Arc<dyn Embedder>>,
+    hnsw: HnswParams,
+    hnsw_min: usize,
 }
 
 impl IndexWriter {
@@ -72,6 +78,9 @@ impl IndexWriter {
             pending: Vec::new(),
             pending_ids: HashMap::new(),
             removed: HashSet::new(),
+            embedder: None,
+            hnsw: HnswParams::default(),
+            hnsw_min: HNSW_MIN_VECTORS,
         })
     }
 
@@ -84,6 +93,38 @@ impl IndexWriter {
             });
         }
         Self::open_or_create(dir, IndexSettings::default())
+    }
+
+    /// Makes the index dense (or keeps it so): from the next commit on, every passage has a
+    /// vector by `embedder`, and passages committed without one are embedded then. Fails when
+    /// the index was embedded by another model (vectors of two models are not comparable).
+    pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<()> {
+        if let Some(meta) = &self.index.manifest.dense {
+            if meta.model != embedder.model() || meta.dim != embedder.dim() {
+                return Err(Error::Config(format!(
+                    "index {} was embedded with `{}` ({} dimensions), not `{}` ({}); build a new index to change models",
+                    self.index.dir().display(),
+                    meta.model,
+                    meta.dim,
+                    embedder.model(),
+                    embedder.dim()
+                )));
+            }
+        }
+        self.embedder = Some(embedder);
+        Ok(())
+    }
+
+    /// HNSW parameters for the graphs this writer builds, and the fewest passages a segment
+    /// needs to get one (smaller segments are scanned exactly) [default: [`HNSW_MIN_VECTORS`]].
+    pub fn set_hnsw(&mut self, params: HnswParams, min_passages: usize) {
+        self.hnsw = params;
+        self.hnsw_min = min_passages;
+    }
+
+    /// Whether the index keeps passage vectors (its commits need an embedder for new passages).
+    pub fn is_dense(&self) -> bool {
+        self.index.manifest.dense.is_some()
     }
 
     /// The index's settings.
@@ -149,12 +190,21 @@ impl IndexWriter {
         found
     }
 
-    /// Makes every staged change durable and visible, atomically. With nothing staged it only
-    /// reports the current state.
+    /// Makes every staged change durable and visible, atomically. With nothing staged (and no
+    /// passage waiting for a vector) it only reports the current state.
     pub fn commit(&mut self) -> Result<CommitInfo> {
-        if self.pending_ids.is_empty() && self.removed.is_empty() {
+        self.commit_with_progress(&mut |_, _| {})
+    }
+
+    /// [`Self::commit`], reporting embedding progress as (passages embedded, passages to embed).
+    pub fn commit_with_progress(
+        &mut self,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<CommitInfo> {
+        if self.pending_ids.is_empty() && self.removed.is_empty() && !self.needs_vectors() {
             return Ok(self.info());
         }
+        let dense = self.dense_meta()?;
         let dir = self.index.dir().to_path_buf();
         let generation = self.index.generation() + 1;
         let mut parts = self.surviving_segments();
@@ -169,15 +219,21 @@ impl IndexWriter {
                 LiveSegment {
                     deleted: vec![false; segment.docs.len()],
                     segment: Arc::new(segment),
+                    vectors: None,
                 },
             ));
         }
+        if let Some(meta) = &dense {
+            self.embed_missing(&dir, &mut parts, &meta.model, progress)?;
+        }
         if parts.len() > MAX_SEGMENTS {
-            parts = vec![merge(&dir, generation, &parts)?];
+            let graph = (&self.hnsw, self.hnsw_min);
+            parts = vec![merge(&dir, generation, &parts, dense.as_ref(), graph)?];
         }
         let manifest = Manifest {
             generation,
             segments: parts.iter().map(|(meta, _)| meta.clone()).collect(),
+            dense,
             ..self.index.manifest.clone()
         };
         store::write_manifest(&dir, &manifest)?;
@@ -192,6 +248,69 @@ impl IndexWriter {
         // Old segments are garbage now; a reader still opening them retries with the new manifest.
         store::remove_unlisted(&dir, &self.index.manifest)?;
         Ok(self.info())
+    }
+
+    /// Whether an embedder is set and some committed passages lack vectors (a BM25 index made
+    /// dense): committing then embeds them even with nothing staged.
+    fn needs_vectors(&self) -> bool {
+        self.embedder.is_some() && self.index.segments.iter().any(|s| s.vectors.is_none())
+    }
+
+    /// The dense metadata after this commit: the index's, or the embedder's when it becomes
+    /// dense now. A dense index with new passages and no embedder cannot commit.
+    fn dense_meta(&self) -> Result<Option<DenseMeta>> {
+        match (&self.index.manifest.dense, &self.embedder) {
+            (Some(meta), Some(_)) => Ok(Some(meta.clone())),
+            (Some(meta), None) if self.pending_ids.is_empty() => Ok(Some(meta.clone())),
+            (Some(meta), None) => Err(Error::Config(format!(
+                "index {} is dense: new documents need its embedder `{}`",
+                self.index.dir().display(),
+                meta.model
+            ))),
+            (None, Some(embedder)) => Ok(Some(DenseMeta {
+                model: embedder.model().to_string(),
+                dim: embedder.dim(),
+            })),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// Embeds every segment of `parts` that has no vectors yet and writes its vector file.
+    fn embed_missing(
+        &self,
+        dir: &Path,
+        parts: &mut [(SegmentMeta, LiveSegment)],
+        model: &str,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<()> {
+        let total: usize = parts
+            .iter()
+            .filter(|(_, live)| live.vectors.is_none())
+            .map(|(_, live)| live.segment.passages.len())
+            .sum();
+        if total == 0 {
+            return Ok(());
+        }
+        let embedder = self
+            .embedder
+            .as_deref()
+            .expect("dense_meta checked that new passages have an embedder");
+        let mut done = 0;
+        progress(done, total);
+        for (meta, live) in parts.iter_mut() {
+            if live.vectors.is_some() {
+                continue;
+            }
+            let vectors = embed_segment(&live.segment, embedder, &mut |count| {
+                done += count;
+                progress(done, total);
+            })?;
+            let vectors = SegmentVectors::new(vectors, &self.hnsw, self.hnsw_min);
+            let name = vector_name(&meta.file);
+            meta.vectors = Some(store::write_vectors(dir, &name, model, &vectors)?);
+            live.vectors = Some(Arc::new(vectors));
+        }
+        Ok(())
     }
 
     fn info(&self) -> CommitInfo {
@@ -247,22 +366,49 @@ fn segment_name(generation: u64, n: usize) -> String {
     format!("seg-{generation:010}-{n}.lseg")
 }
 
+/// A segment's vector file is named after the segment file (unique: segment files never reuse
+/// a name, and only a segment without vectors gets a vector file).
+fn vector_name(segment_file: &str) -> String {
+    format!("{}.lvec", segment_file.trim_end_matches(".lseg"))
+}
+
+/// Merges `parts` into one segment; in a dense index their vectors (every part has them by now)
+/// are carried over, never re-embedded.
 fn merge(
     dir: &Path,
     generation: u64,
     parts: &[(SegmentMeta, LiveSegment)],
+    dense: Option<&DenseMeta>,
+    (hnsw, hnsw_min): (&HnswParams, usize),
 ) -> Result<(SegmentMeta, LiveSegment)> {
     let inputs: Vec<(&Segment, &[bool])> = parts
         .iter()
         .map(|(_, l)| (l.segment.as_ref(), l.deleted.as_slice()))
         .collect();
     let merged = Segment::merge(&inputs);
-    let meta = store::write_segment(dir, &segment_name(generation, 1), &merged)?;
+    let mut meta = store::write_segment(dir, &segment_name(generation, 1), &merged)?;
+    let carried: Option<Vec<(&Segment, &[bool], &Vectors)>> = parts
+        .iter()
+        .map(|(_, l)| {
+            let vectors = l.vectors.as_deref()?;
+            Some((l.segment.as_ref(), l.deleted.as_slice(), &vectors.vectors))
+        })
+        .collect();
+    let vectors = match (dense, carried) {
+        (Some(dense), Some(carried)) => {
+            let vectors = SegmentVectors::new(merge_vectors(dense.dim, &carried), hnsw, hnsw_min);
+            let name = vector_name(&meta.file);
+            meta.vectors = Some(store::write_vectors(dir, &name, &dense.model, &vectors)?);
+            Some(Arc::new(vectors))
+        }
+        _ => None,
+    };
     Ok((
         meta,
         LiveSegment {
             deleted: vec![false; merged.docs.len()],
             segment: Arc::new(merged),
+            vectors,
         },
     ))
 }

@@ -45,7 +45,7 @@ impl Checkpoint {
     }
 }
 
-fn weights_path(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn weights_path(dir: &Path) -> Result<PathBuf> {
     WEIGHT_FILES
         .iter()
         .map(|name| dir.join(name))
@@ -56,7 +56,7 @@ fn weights_path(dir: &Path) -> Result<PathBuf> {
         })
 }
 
-fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
+pub(crate) fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
     if !path.is_file() {
         return Err(Error::MissingFile {
             path: path.to_path_buf(),

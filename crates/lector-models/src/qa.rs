@@ -7,7 +7,7 @@ use crate::distilbert::DistilBert;
 use crate::error::{Error, Result};
 use crate::layers::Linear;
 use crate::roberta::Roberta;
-use candle_core::{DType, Device};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use std::path::Path;
 
@@ -48,10 +48,39 @@ impl QaLogits {
     }
 }
 
-enum Encoder {
+/// One of the encoder stacks, without a task head.
+pub(crate) enum Encoder {
     Bert(Bert),
     DistilBert(DistilBert),
     Roberta(Roberta),
+}
+
+impl Encoder {
+    /// Loads `cfg`'s architecture from `vb` (rooted at the checkpoint), with or without the
+    /// architecture's name prefix; `weights` names the file in errors.
+    pub(crate) fn load(vb: &VarBuilder, cfg: &Config, weights: &Path) -> Result<Self> {
+        let wrap = |error| Error::Weights {
+            path: weights.to_path_buf(),
+            error,
+        };
+        let body = encoder_root(vb, cfg.architecture);
+        Ok(match cfg.architecture {
+            Architecture::Bert => Encoder::Bert(Bert::load(&body, cfg).map_err(wrap)?),
+            Architecture::DistilBert => {
+                Encoder::DistilBert(DistilBert::load(&body, cfg).map_err(wrap)?)
+            }
+            Architecture::Roberta => Encoder::Roberta(Roberta::load(&body, cfg).map_err(wrap)?),
+        })
+    }
+
+    /// Hidden states `(batch * seq, hidden)`.
+    pub(crate) fn forward(&self, inputs: &Inputs) -> candle_core::Result<Tensor> {
+        match self {
+            Encoder::Bert(m) => m.forward(inputs),
+            Encoder::DistilBert(m) => m.forward(inputs),
+            Encoder::Roberta(m) => m.forward(inputs),
+        }
+    }
 }
 
 /// A question-answering model: encoder + `qa_outputs`.
@@ -69,14 +98,7 @@ impl QaModel {
             path: weights.to_path_buf(),
             error,
         };
-        let body = encoder_root(&vb, cfg.architecture);
-        let encoder = match cfg.architecture {
-            Architecture::Bert => Encoder::Bert(Bert::load(&body, cfg).map_err(wrap)?),
-            Architecture::DistilBert => {
-                Encoder::DistilBert(DistilBert::load(&body, cfg).map_err(wrap)?)
-            }
-            Architecture::Roberta => Encoder::Roberta(Roberta::load(&body, cfg).map_err(wrap)?),
-        };
+        let encoder = Encoder::load(&vb, cfg, weights)?;
         if !vb.contains_tensor("qa_outputs.weight") {
             return Err(Error::NoQaHead {
                 path: weights.to_path_buf(),
@@ -91,11 +113,7 @@ impl QaModel {
 
     /// Start and end logits for every token of `inputs`.
     pub fn forward(&self, inputs: &Inputs) -> Result<QaLogits> {
-        let hidden = match &self.encoder {
-            Encoder::Bert(m) => m.forward(inputs)?,
-            Encoder::DistilBert(m) => m.forward(inputs)?,
-            Encoder::Roberta(m) => m.forward(inputs)?,
-        };
+        let hidden = self.encoder.forward(inputs)?;
         let logits = self.qa_outputs.forward(&hidden)?.to_vec2::<f32>()?;
         Ok(QaLogits {
             start: logits.iter().map(|pair| pair[0]).collect(),
@@ -106,7 +124,7 @@ impl QaModel {
 }
 
 /// Weights are converted to float32 on load, whatever their stored type (f32, f16, bf16).
-fn open_weights(path: &Path) -> Result<VarBuilder<'static>> {
+pub(crate) fn open_weights(path: &Path) -> Result<VarBuilder<'static>> {
     let device = Device::Cpu;
     let is_pickle = path
         .extension()

@@ -2,12 +2,14 @@
 //! retriever, builds the run in memory and scores it like a run file.
 
 use super::{score_answers, score_run, write_jsonl, RetrievalArgs};
-use crate::search::bm25_params;
+use crate::search::as_dyn;
 use anyhow::{bail, Context, Result};
+use indicatif::ProgressBar;
 use lector_eval::retrieval::{self, AnswerItem, Passage, Run};
-use lector_index::{Index, Retriever};
+use lector_index::{rank_documents, Index, Mode, Retriever};
 use serde_json::Value;
 use std::path::Path;
+use std::time::Instant;
 
 /// A query with its optional gold answers.
 struct Query {
@@ -17,29 +19,43 @@ struct Query {
 }
 
 pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
-    args.mode.check_available()?;
     let (Some(dir), Some(queries_path)) = (&args.index, &args.queries) else {
         bail!("--index needs --queries");
     };
     let index = Index::open(dir)?;
-    let retriever = index.bm25(bm25_params(&index, args.k1, args.b)?);
+    let (mut options, embedder) = args.retrieval.resolve(&index)?;
     let queries = read_queries(queries_path)?;
     if queries.is_empty() {
         bail!("{}: no queries", queries_path.display());
     }
+    let progress = ProgressBar::new(queries.len() as u64);
     if let Some(qrels_path) = &args.qrels {
         let qrels = retrieval::read_qrels(qrels_path)?;
-        // Qrels judge documents: each document is ranked by its best passage (MaxP).
-        let run = Run::from_rankings(queries.iter().map(|q| {
-            let ranking = retriever
-                .documents(&q.text, args.depth)
-                .into_iter()
-                .map(|h| (h.doc_id, h.score))
-                .collect();
-            (q.id.clone(), ranking)
-        }));
+        // Qrels judge documents: each document is ranked by its best passage (MaxP). BM25 scores
+        // every matching passage; the other modes rank DOCUMENT_DEPTH passages per document
+        // wanted, and hybrid fuses rankings that deep.
+        let passages = args.depth.saturating_mul(DOCUMENT_DEPTH);
+        options.fusion_depth = options.fusion_depth.max(passages);
+        let retriever = index.retriever(&options, as_dyn(&embedder))?;
+        let mut rankings = Vec::with_capacity(queries.len());
+        let mut latency = Latency::default();
+        for q in &queries {
+            let started = Instant::now();
+            let documents = if options.mode == Mode::Bm25 {
+                index.bm25(options.bm25).documents(&q.text, args.depth)
+            } else {
+                rank_documents(&retriever.retrieve(&q.text, passages)?, args.depth)
+            };
+            latency.record(started);
+            let ranking = documents.into_iter().map(|h| (h.doc_id, h.score)).collect();
+            rankings.push((q.id.clone(), ranking));
+            progress.inc(1);
+        }
+        progress.finish_and_clear();
+        latency.report(options.mode);
+        let run = Run::from_rankings(rankings);
         if let Some(out) = &args.run_out {
-            write_run(&run, out)?;
+            write_run(&run, out, options.mode)?;
         }
         return score_run(&run, queries_path, &qrels, qrels_path, args);
     }
@@ -49,22 +65,66 @@ pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
             queries_path.display()
         );
     }
-    let items = answer_items(&queries, &retriever, args.max_k)?;
+    let retriever = index.retriever(&options, as_dyn(&embedder))?;
+    let mut latency = Latency::default();
+    let items = answer_items(
+        &queries,
+        retriever.as_ref(),
+        args.max_k,
+        &progress,
+        &mut latency,
+    )?;
+    progress.finish_and_clear();
+    latency.report(options.mode);
     if let Some(out) = &args.run_out {
         write_jsonl(out, &items)?;
     }
     score_answers(&items, queries_path, args)
 }
 
+/// Per-query retrieval times (embedding the query included), summarised on stderr so that
+/// `--json` output stays one document.
+#[derive(Default)]
+struct Latency(Vec<f64>);
+
+impl Latency {
+    fn record(&mut self, started: Instant) {
+        self.0.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+
+    fn report(&mut self, mode: Mode) {
+        if self.0.is_empty() {
+            return;
+        }
+        self.0.sort_by(f64::total_cmp);
+        let at = |q: f64| self.0[((self.0.len() - 1) as f64 * q).round() as usize];
+        eprintln!(
+            "retrieval latency ({}, {} queries): p50 {:.3} ms, p95 {:.3} ms",
+            mode.name(),
+            self.0.len(),
+            at(0.5),
+            at(0.95)
+        );
+    }
+}
+
+/// Passages retrieved per document wanted when documents are ranked by their best passage.
+const DOCUMENT_DEPTH: usize = 3;
+
 fn answer_items(
     queries: &[Query],
-    retriever: &impl Retriever,
+    retriever: &dyn Retriever,
     depth: usize,
+    progress: &ProgressBar,
+    latency: &mut Latency,
 ) -> Result<Vec<AnswerItem>> {
     queries
         .iter()
         .map(|q| {
+            let started = Instant::now();
             let hits = retriever.retrieve(&q.text, depth)?;
+            latency.record(started);
+            progress.inc(1);
             let passages = hits
                 .into_iter()
                 .map(|h| Passage {
@@ -81,11 +141,11 @@ fn answer_items(
         .collect()
 }
 
-fn write_run(run: &Run, path: &Path) -> Result<()> {
+fn write_run(run: &Run, path: &Path, mode: Mode) -> Result<()> {
     let file =
         std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     let mut out = std::io::BufWriter::new(file);
-    run.write_trec("lector-bm25", &mut out)
+    run.write_trec(&format!("lector-{}", mode.name()), &mut out)
         .and_then(|()| std::io::Write::flush(&mut out))
         .with_context(|| format!("cannot write {}", path.display()))
 }

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Benchmark: `lector models embed` vs sentence-transformers (torch, CPU) on the same model and texts.
+
+all-MiniLM-L6-v2 (the registry's embedder), the first N SciFact abstracts (title + text, as the index embeds
+them), max 256 tokens, batch 32, the same threads on both sides. Runs alternate; prints texts/s (model loading
+excluded on both sides), the median over rounds, the ratio, and how far the two sets of vectors agree.
+
+    python3 bench/embed_speed.py [--texts 2000] [--threads 2] [--rounds 3]
+
+The sentence-transformers side runs in the environment of tools/setup-hf.sh.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "..", "shared", "data", "beir", "scifact", "corpus.jsonl")
+
+PEER = r"""
+import json, sys, time
+import numpy as np, torch
+from sentence_transformers import SentenceTransformer, models
+model_dir, texts_path, out, threads, batch = sys.argv[1:6]
+torch.set_num_threads(int(threads))
+encoder = models.Transformer(model_dir, max_seq_length=256)
+pooling = models.Pooling(encoder.get_word_embedding_dimension(), pooling_mode="mean")
+model = SentenceTransformer(modules=[encoder, pooling, models.Normalize()], device="cpu")
+texts = []
+for line in open(texts_path, encoding="utf-8"):
+    d = json.loads(line)
+    texts.append((d["title"] + " " + d["text"]).strip())
+model.encode(texts[:64], batch_size=int(batch))  # warm-up, as lector's first batch is not timed apart
+start = time.perf_counter()
+vectors = model.encode(texts, batch_size=int(batch), convert_to_numpy=True)
+seconds = time.perf_counter() - start
+np.save(out, vectors.astype(np.float32))
+print(json.dumps({"texts": len(texts), "seconds": seconds, "texts_per_second": len(texts) / seconds}))
+"""
+
+AGREE = r"""
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+cos = (a * b).sum(axis=1)
+print(f"{cos.min():.6f} {np.abs(a - b).max():.2e}")
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--texts", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
+    lector = os.path.join(target, "release", "lector")
+    python = subprocess.run(["bash", os.path.join(ROOT, "tools", "setup-hf.sh")], check=True, capture_output=True,
+                            text=True).stdout.strip().splitlines()[-1]
+    model_dir = subprocess.run([lector, "models", "pull", "embedder"], check=True, capture_output=True,
+                               text=True).stdout.split(": ", 1)[1].strip()
+    env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
+    rates = {"lector": [], "sentence-transformers": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        texts = os.path.join(tmp, "texts.jsonl")
+        with open(CORPUS, encoding="utf-8") as src, open(texts, "w", encoding="utf-8") as dst:
+            for i, line in enumerate(src):
+                if i == args.texts:
+                    break
+                d = json.loads(line)
+                dst.write(json.dumps({"title": d.get("title", ""), "text": d["text"]}) + "\n")
+        ours, theirs = os.path.join(tmp, "lector.npy"), os.path.join(tmp, "st.npy")
+        for _ in range(args.rounds):
+            out = subprocess.run([lector, "models", "embed", texts, "--out", ours, "--json"], check=True,
+                                 capture_output=True, text=True, env=env).stdout
+            rates["lector"].append(json.loads(out)["texts_per_second"])
+            out = subprocess.run([python, "-c", PEER, model_dir, texts, theirs, str(args.threads), "32"], check=True,
+                                 capture_output=True, text=True, env=env).stdout
+            rates["sentence-transformers"].append(json.loads(out.strip().splitlines()[-1])["texts_per_second"])
+            print(f"round: lector {rates['lector'][-1]:.1f} texts/s, "
+                  f"sentence-transformers {rates['sentence-transformers'][-1]:.1f} texts/s", flush=True)
+        agree = subprocess.run([python, "-c", AGREE, ours, theirs], check=True, capture_output=True,
+                               text=True).stdout.split()
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    print(f"\n{args.texts} SciFact abstracts, all-MiniLM-L6-v2, {args.threads} threads, batch 32, "
+          f"median of {args.rounds} rounds")
+    print(f"{'system':<24}{'texts/s':>10}")
+    for name, rate in med.items():
+        print(f"{name:<24}{rate:>10.1f}")
+    print(f"ratio lector / sentence-transformers: {med['lector'] / med['sentence-transformers']:.2f}x")
+    print(f"agreement: min cosine {agree[0]}, max |diff| {agree[1]}")
+
+
+if __name__ == "__main__":
+    main()

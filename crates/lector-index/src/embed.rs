@@ -1,0 +1,24 @@
+//! The seam between the index and an embedding model.
+//!
+//! The index stores and searches vectors but does not compute them: an [`Embedder`] does (in
+//! lector, `lector_models::SentenceEmbedder`), so this crate needs no ML runtime.
+
+/// Turns texts into unit-length vectors (dot product = cosine similarity).
+pub trait Embedder: Send + Sync {
+    /// A stable name of the model. It is stored with the vectors, and an index refuses to mix
+    /// vectors of two models.
+    fn model(&self) -> &str;
+    /// The vector dimension.
+    fn dim(&self) -> usize;
+    /// One vector of [`Self::dim`] values per text, in order.
+    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String>;
+}
+
+/// The text embedded for a passage: the document title (a passage alone often omits its topic,
+/// as BM25 indexes the title with every passage) and the passage, joined by a space as BEIR does.
+pub(crate) fn passage_text(title: Option<&str>, passage: &str) -> String {
+    match title {
+        Some(title) if !title.trim().is_empty() => format!("{title} {passage}"),
+        _ => passage.to_string(),
+    }
+}

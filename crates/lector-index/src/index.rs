@@ -2,10 +2,10 @@
 
 use crate::analysis::Analyzer;
 use crate::bm25::{idf, Bm25Params, TfNorm};
+use crate::dense::SegmentVectors;
 use crate::error::{Error, Result};
 use crate::passage::Span;
 use crate::retriever::{Hit, Retriever, RetrieverKind, Source};
-use crate::dense::SegmentVectors;
 use crate::segment::Segment;
 use crate::store::{self, DenseMeta, IndexSettings, Manifest};
 use std::collections::HashMap;
@@ -326,7 +326,11 @@ impl Index {
     }
 
     /// Orders scored passages best first, ties by document id then passage, and keeps `k`.
-    pub(crate) fn top(&self, mut scored: Vec<(f64, usize, u32)>, k: usize) -> Vec<(f64, usize, u32)> {
+    pub(crate) fn top(
+        &self,
+        mut scored: Vec<(f64, usize, u32)>,
+        k: usize,
+    ) -> Vec<(f64, usize, u32)> {
         let key = |&(v, s, p): &(f64, usize, u32)| {
             (std::cmp::Reverse(ordered(v)), self.doc_id_of(s, p), s, p)
         };

@@ -231,7 +231,10 @@ mod tests {
             hit("c", 1.0, 4, RetrieverKind::Dense),
         ];
         let docs = rank_documents(&hits, 2);
-        let ids: Vec<(&str, usize)> = docs.iter().map(|d| (d.doc_id.as_str(), d.best_passage)).collect();
+        let ids: Vec<(&str, usize)> = docs
+            .iter()
+            .map(|d| (d.doc_id.as_str(), d.best_passage))
+            .collect();
         assert_eq!(ids, [("a", 0), ("b", 0)]);
     }
 }

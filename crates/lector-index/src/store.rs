@@ -18,9 +18,9 @@
 
 use crate::analysis::AnalyzerConfig;
 use crate::bm25::Bm25Params;
+use crate::dense::SegmentVectors;
 use crate::error::{io, Error, Result};
 use crate::passage::ChunkConfig;
-use crate::dense::SegmentVectors;
 use crate::segment::Segment;
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
@@ -249,10 +249,7 @@ pub(crate) fn read_vectors(
     if stored_model != model || vectors.vectors.len() != passages as usize {
         return Err(corrupt(
             dir,
-            format!(
-                "{} does not hold the vectors {MANIFEST} lists",
-                meta.file
-            ),
+            format!("{} does not hold the vectors {MANIFEST} lists", meta.file),
         ));
     }
     Ok(Some(vectors))
@@ -316,9 +313,10 @@ pub(crate) fn file_names(dir: &Path) -> Result<Vec<String>> {
 /// Only the lock holder calls this, so no commit is in progress.
 pub(crate) fn remove_unlisted(dir: &Path, manifest: &Manifest) -> Result<()> {
     for name in file_names(dir)? {
-        let listed = manifest.segments.iter().any(|s| {
-            s.file == name || s.vectors.as_ref().is_some_and(|v| v.file == name)
-        });
+        let listed = manifest
+            .segments
+            .iter()
+            .any(|s| s.file == name || s.vectors.as_ref().is_some_and(|v| v.file == name));
         let leftover = (is_segment_file(&name) && !listed) || is_temporary(&name);
         if leftover {
             let path = dir.join(&name);

@@ -2,8 +2,8 @@
 
 use crate::analysis::Analyzer;
 use crate::dense::{embed_segment, merge_vectors, SegmentVectors, HNSW_MIN_VECTORS};
-use crate::embed::Embedder;
 use crate::document::Document;
+use crate::embed::Embedder;
 use crate::error::{io, Error, Result};
 use crate::index::{load_segments, Index, LiveSegment};
 use crate::segment::Segment;

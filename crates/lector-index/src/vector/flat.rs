@@ -74,13 +74,6 @@ impl Vectors {
 }
 
 /// Persistence inside a caller's file.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the dense retriever's segment files are the first caller"
-    )
-)]
 impl Vectors {
     const MAGIC: &[u8; 8] = b"LXVEC001";
 

@@ -161,13 +161,6 @@ impl Hnsw {
 }
 
 /// Persistence inside a caller's file.
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the dense retriever's segment files are the first caller"
-    )
-)]
 impl Hnsw {
     const MAGIC: &[u8; 8] = b"LXHNSW01";
 

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod odqa;
 mod with_index;
 
 #[derive(Subcommand)]
@@ -23,6 +24,9 @@ pub enum EvalCommand {
     /// Retrieval metrics: trec_eval-compatible nDCG/Recall/P/MRR/MAP from a run and qrels, or
     /// DPR-style answer-containment Recall@k from ranked passages.
     Retrieval(RetrievalArgs),
+    /// Open-domain QA end to end: index a SQuAD file's paragraphs (or use --index), ask every
+    /// question, report retrieval recall, reader and end-to-end EM/F1, and where answers are lost.
+    Odqa(odqa::OdqaArgs),
     /// Compare two systems' per-question scores: difference, paired-bootstrap CI, randomisation p-value.
     Compare(CompareArgs),
 }
@@ -178,6 +182,7 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
             _ => bail!("give --run with --qrels, or --answers"),
         },
         EvalCommand::Compare(args) => compare(args),
+        EvalCommand::Odqa(args) => odqa::run(&args),
     }
 }
 

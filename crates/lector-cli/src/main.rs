@@ -1,6 +1,8 @@
 //! `lector`: question answering with its evidence, and the evaluation to back it.
 //! A thin binary: each subcommand parses its arguments and calls into the library crates.
 
+mod ask;
+mod calibrate;
 mod embedder;
 mod eval;
 mod index;
@@ -41,6 +43,10 @@ enum Command {
     Index(index::IndexCommand),
     /// Search an index: ranked passages with scores and snippets.
     Search(search::SearchArgs),
+    /// Answer a question from an index: retrieve passages, read them, aggregate, show the evidence.
+    Ask(ask::AskArgs),
+    /// Choose the no-answer threshold on SQuAD v2.0 data and store it with the index.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() {
@@ -51,6 +57,8 @@ fn main() {
         Command::Models(cmd) => models::run(cmd),
         Command::Index(cmd) => index::run(cmd),
         Command::Search(args) => search::run(args),
+        Command::Ask(args) => ask::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

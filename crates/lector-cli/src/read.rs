@@ -229,7 +229,8 @@ fn read_squad(reader: &Reader, path: &Path, args: &ReadArgs, params: &ReadParams
     Ok(())
 }
 
-fn run_with_progress(
+/// Answers `queries` in one batch behind a progress bar; prints the throughput.
+pub fn run_with_progress(
     reader: &Reader,
     queries: &[Query],
     params: &ReadParams,

@@ -64,7 +64,7 @@ pub struct RetrievalOptions {
     exact: bool,
     /// Embedder checkpoint for dense search [default: the registry's all-MiniLM-L6-v2].
     #[arg(long, value_name = "DIR")]
-    embedder: Option<PathBuf>,
+    pub embedder: Option<PathBuf>,
 }
 
 impl RetrievalOptions {

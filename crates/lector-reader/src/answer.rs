@@ -41,6 +41,12 @@ impl<'a> EncodedContext<'a> {
         }
     }
 
+    /// The character offset of byte offset `byte` of the text (a byte inside a character maps to
+    /// that character).
+    pub fn char_offset(&self, byte: usize) -> usize {
+        self.char_index[byte] as usize
+    }
+
     /// The answer `span` of `window` designates, widened to whole words.
     pub fn answer_for(&self, window: &Window, span: &Span) -> Option<Answer> {
         let (first, last) = (

@@ -2,7 +2,7 @@
 //! batches (little padding, big matrix products), then decode each query's windows in order.
 
 use crate::answer::{merge, null_answer, rank, Answer, EncodedContext};
-use crate::decode::score_window;
+use crate::decode::{masked_softmax, score_window};
 use crate::error::{Error, Result};
 use crate::window::{build_window, slice_encoding, special_tokens_for_pair, Layout, Window};
 use crate::{Prediction, Query, ReadParams, MAX_CONTEXT_BYTES};
@@ -45,6 +45,65 @@ pub(crate) fn answer_chunk(
     Ok(prepared
         .iter()
         .map(|p| decode_query(p, &windows, &logits, params))
+        .collect())
+}
+
+/// One context token of a window with its start and end probabilities.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct TokenProbability {
+    /// Character offsets of the token in the context (`start..end`).
+    pub start: usize,
+    pub end: usize,
+    /// Probability that the answer starts at this token.
+    pub p_start: f32,
+    /// Probability that the answer ends at this token.
+    pub p_end: f32,
+}
+
+/// The probabilities of one window over its context tokens.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WindowProbabilities {
+    /// The window's context tokens, in order.
+    pub tokens: Vec<TokenProbability>,
+    /// `p_start[CLS] * p_end[CLS]`.
+    pub null_score: f32,
+}
+
+/// The masked start/end softmax of every window of one query (see
+/// [`crate::Reader::token_probabilities`]).
+pub(crate) fn token_probabilities(
+    ckpt: &Checkpoint,
+    query: Query,
+    params: &ReadParams,
+) -> Result<Vec<WindowProbabilities>> {
+    let context = encode_context(ckpt, query.context)?;
+    let mut windows = Vec::new();
+    push_windows(ckpt, query.question, &context, params, &mut windows)?;
+    let logits = run_windows(ckpt, &windows, params.batch_size)?;
+    let offsets = context.encoding.get_offsets();
+    Ok(windows
+        .iter()
+        .zip(&logits)
+        .map(|(window, (start, end))| {
+            let p_start = masked_softmax(start, &window.desired);
+            let p_end = masked_softmax(end, &window.desired);
+            let tokens = (0..window.ids.len())
+                .filter_map(|pos| {
+                    let token = window.context_token(pos)?;
+                    let (from, to) = offsets[token];
+                    Some(TokenProbability {
+                        start: context.char_offset(from),
+                        end: context.char_offset(to),
+                        p_start: p_start[pos],
+                        p_end: p_end[pos],
+                    })
+                })
+                .collect();
+            WindowProbabilities {
+                tokens,
+                null_score: p_start[0] * p_end[0],
+            }
+        })
         .collect())
 }
 

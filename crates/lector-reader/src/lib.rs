@@ -25,6 +25,7 @@ pub mod error;
 pub mod window;
 
 pub use answer::Answer;
+pub use batch::{TokenProbability, WindowProbabilities};
 pub use error::{Error, Result};
 use lector_models::Checkpoint;
 use std::path::Path;
@@ -110,6 +111,21 @@ impl Reader {
         let mut predictions =
             self.answer_batch(&[Query { question, context }], params, &mut |_| {})?;
         Ok(predictions.remove(0))
+    }
+
+    /// The start and end probabilities the decoder ranks spans with, per window of `context`:
+    /// the pipeline's masked softmax over each window (question and special tokens get 0; the
+    /// CLS position's product is the window's null score). Only context tokens are listed, with
+    /// character offsets into `context`. For explaining an answer; [`Reader::answer`] computes
+    /// the same probabilities and is unaffected by this call.
+    pub fn token_probabilities(
+        &self,
+        question: &str,
+        context: &str,
+        params: &ReadParams,
+    ) -> Result<Vec<WindowProbabilities>> {
+        check_params(params)?;
+        batch::token_probabilities(&self.checkpoint, Query { question, context }, params)
     }
 
     /// Answers many questions, batching windows across questions; `progress` is called with the

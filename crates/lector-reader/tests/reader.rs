@@ -211,3 +211,30 @@ fn batching_does_not_change_answers() {
         assert!((x.answers[0].score - y.answers[0].score).abs() < 1e-4);
     }
 }
+
+#[test]
+fn token_probabilities_peak_on_the_answer_and_leave_answers_alone() {
+    let context = "The Eiffel Tower is a wrought-iron tower in Paris. It was completed in 1889 for the World's Fair.";
+    let question = "When was the Eiffel Tower completed?";
+    let before = reader().answer(question, context, &params()).unwrap();
+    let windows = reader()
+        .token_probabilities(question, context, &params())
+        .unwrap();
+    let after = reader().answer(question, context, &params()).unwrap();
+    assert_eq!(before.answers, after.answers);
+    assert_eq!(windows.len(), 1);
+    let w = &windows[0];
+    // The context tokens share the probability mass with the CLS position (the null).
+    let mass: f32 = w.tokens.iter().map(|t| t.p_start).sum();
+    assert!(mass > 0.5 && mass <= 1.0 + 1e-5, "mass {mass}");
+    let best = |p: fn(&lector_reader::TokenProbability) -> f32| {
+        w.tokens
+            .iter()
+            .max_by(|a, b| p(a).total_cmp(&p(b)))
+            .unwrap()
+    };
+    let (s, e) = (best(|t| t.p_start), best(|t| t.p_end));
+    assert_eq!(chars(context, s.start, e.end), "1889");
+    assert_eq!(w.tokens.first().unwrap().start, 0);
+    assert_eq!(w.tokens.last().unwrap().end, context.chars().count());
+}

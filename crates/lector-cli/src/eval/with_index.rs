@@ -12,10 +12,10 @@ use std::path::Path;
 use std::time::Instant;
 
 /// A query with its optional gold answers.
-struct Query {
-    id: String,
-    text: String,
-    answers: Vec<String>,
+pub(super) struct Query {
+    pub id: String,
+    pub text: String,
+    pub answers: Vec<String>,
 }
 
 pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
@@ -151,7 +151,7 @@ fn write_run(run: &Run, path: &Path, mode: Mode) -> Result<()> {
 }
 
 /// BEIR-style JSON lines, or a SQuAD dataset (`.json`) whose questions become queries.
-fn read_queries(path: &Path) -> Result<Vec<Query>> {
+pub(super) fn read_queries(path: &Path) -> Result<Vec<Query>> {
     if path.extension().is_some_and(|e| e == "json") {
         return squad_questions(path);
     }
@@ -174,12 +174,8 @@ fn query_line(path: &Path, number: usize, line: &Value) -> Result<Query> {
                 _ => None,
             })
     };
-    let Some(id) = pick(&["_id", "id", "qid"]) else {
-        bail!(
-            "{}: record {number}: no `_id` (or `id`, `qid`) field",
-            path.display()
-        );
-    };
+    // NQ-open lines carry no id: the record number stands in.
+    let id = pick(&["_id", "id", "qid"]).unwrap_or_else(|| number.to_string());
     let Some(text) = pick(&["text", "query", "question"]) else {
         bail!(
             "{}: record {number}: no `text` (or `query`, `question`) field",

@@ -1,0 +1,359 @@
+//! `lector ask`: retrieve, read and aggregate; the answer with its evidence, or an abstention.
+
+use crate::index::IndexDir;
+use crate::search::RetrievalOptions;
+use crate::table::{fmt_prob, print_table};
+use anyhow::{Context, Result};
+use clap::Args;
+use lector_index::{Index, SearchOptions};
+use lector_pipeline::{AskOptions, Calibration, Pipeline, Response};
+use lector_reader::{ReadParams, Reader, WindowProbabilities};
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct AskArgs {
+    /// The question.
+    question: String,
+    #[command(flatten)]
+    dir: IndexDir,
+    /// Passages to retrieve and read.
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    #[command(flatten)]
+    retrieval: RetrievalOptions,
+    /// Add up the scores of answers that normalise to the same text across passages.
+    #[arg(long)]
+    vote: bool,
+    /// Among answers within 10% of the best score, prefer the one from the newest dated document.
+    #[arg(long)]
+    prefer_recent: bool,
+    /// Show the retrieved passages with retrieval and reader scores, and the reader's start/end
+    /// probabilities over the answer passage.
+    #[arg(long)]
+    explain: bool,
+    /// Answers kept per passage (the runner-ups come from these).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    answers_per_passage: usize,
+    /// Reader checkpoint directory [default: $LECTOR_READER, else the shipped models/reader-minilm-squad].
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
+    /// Print JSON (answer, evidence, runner-ups, passages, timings) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: AskArgs) -> Result<()> {
+    if args.question.trim().is_empty() {
+        anyhow::bail!("the question is empty");
+    }
+    let (pipeline, search) = open_pipeline(&args.dir.path(), args.model.as_deref(), &args.retrieval)?;
+    let options = AskOptions {
+        search: Some(search),
+        k: args.k,
+        vote: args.vote,
+        prefer_recent: args.prefer_recent,
+        read: ReadParams {
+            top_k: args.answers_per_passage,
+            ..ReadParams::default()
+        },
+    };
+    let response = pipeline.ask(&args.question, &options)?;
+    let probabilities = match (&response.answer, args.explain) {
+        (Some(answer), true) => Some(pipeline.token_probabilities(
+            &args.question,
+            &answer.evidence.passage_text,
+            &options,
+        )?),
+        _ => None,
+    };
+    if args.json {
+        let mut out = serde_json::to_value(&response)?;
+        if let Some(windows) = &probabilities {
+            out["token_probabilities"] = serde_json::to_value(windows)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    print_response(&response);
+    if args.explain {
+        print_passages(&response);
+        if let (Some(answer), Some(windows)) = (&response.answer, &probabilities) {
+            print_probabilities(answer, windows);
+        }
+    }
+    print_timings(&response);
+    Ok(())
+}
+
+/// Opens the index (with its calibration) and the reader, warning when the calibration was made
+/// with another reader.
+/// The pipeline over `index_dir` (with its calibration and, for dense modes, its embedder) and
+/// the search options `retrieval` asks for.
+pub fn open_pipeline(
+    index_dir: &Path,
+    model: Option<&Path>,
+    retrieval: &RetrievalOptions,
+) -> Result<(Pipeline, SearchOptions)> {
+    let index = Index::open(index_dir)?;
+    let (search, embedder) = retrieval.resolve(&index)?;
+    let calibration = Calibration::load(index_dir)?;
+    let reader_dir = lector_models::registry::resolve_reader(model)?;
+    let reader = Reader::load(&reader_dir)
+        .with_context(|| format!("loading the reader from {}", reader_dir.display()))?;
+    if let Some(c) = &calibration {
+        let name = reader_name(&reader_dir);
+        if c.reader != name {
+            eprintln!(
+                "warning: the index's calibration was made with reader `{}`, not `{name}`; its threshold {} may not fit",
+                c.reader, c.threshold
+            );
+        }
+    }
+    let mut pipeline = Pipeline::new(index, reader).with_calibration(calibration);
+    if let Some(embedder) = embedder {
+        pipeline = pipeline.with_embedder(Box::new(embedder));
+    }
+    Ok((pipeline, search))
+}
+
+/// The name a calibration records for a reader: its directory's name.
+pub fn reader_name(dir: &Path) -> String {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn print_response(r: &Response) {
+    let rule = if r.calibrated {
+        "calibrated"
+    } else {
+        "default, uncalibrated"
+    };
+    match &r.answer {
+        Some(a) => {
+            let e = &a.evidence;
+            println!("answer: {}", a.text);
+            println!(
+                "score {:.4}, no-answer probability {} (threshold {}, {rule}){}",
+                a.score,
+                fmt_prob(r.na_prob),
+                fmt_prob(r.threshold),
+                if r.reordered_by_date {
+                    "; chosen over a near-tie as the most recent"
+                } else {
+                    ""
+                }
+            );
+            let title = e
+                .title
+                .as_deref()
+                .map_or(String::new(), |t| format!(" \"{t}\""));
+            let date = e
+                .date
+                .as_deref()
+                .map_or(String::new(), |d| format!(", dated {d}"));
+            println!(
+                "evidence: {}{title}{date}, passage {} (retrieval rank {}), characters {}..{} of the document",
+                e.doc_id, e.passage, e.rank, e.start, e.end
+            );
+            println!(
+                "  {}",
+                highlight(&e.passage_text, e.passage_start, e.passage_end)
+            );
+        }
+        None => println!("no answer: {}", abstention_text(r)),
+    }
+    let runners: Vec<Vec<String>> = r
+        .candidates
+        .iter()
+        .enumerate()
+        .skip(usize::from(r.answer.is_some()))
+        .take(5)
+        .map(|(i, c)| {
+            vec![
+                (i + 1).to_string(),
+                format!("{:.4}", c.score),
+                c.passages.to_string(),
+                c.evidence.doc_id.clone(),
+                c.text.clone(),
+            ]
+        })
+        .collect();
+    if !runners.is_empty() {
+        println!();
+        let heading = if r.answer.is_some() {
+            "runner-ups:"
+        } else {
+            "candidates:"
+        };
+        println!("{heading}");
+        print_table(&["rank", "score", "passages", "doc id", "answer"], &runners);
+    }
+}
+
+fn abstention_text(r: &Response) -> String {
+    use lector_pipeline::Abstention;
+    match r.abstention {
+        Some(Abstention::NoPassages) => "no passage of the index matches the question".into(),
+        Some(Abstention::NoSpan) => "the reader found no answer span in the passages".into(),
+        Some(Abstention::BelowThreshold) | None => format!(
+            "the no-answer probability {} is above the threshold {}{}",
+            fmt_prob(r.na_prob),
+            fmt_prob(r.threshold),
+            if r.calibrated {
+                " (calibrated)"
+            } else {
+                " (default: the null score beats the best span)"
+            }
+        ),
+    }
+}
+
+/// The passage on one line with the answer in [[double brackets]].
+fn highlight(passage: &str, start: usize, end: usize) -> String {
+    let flat = |s: String| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let before: String = passage.chars().take(start).collect();
+    let answer: String = passage.chars().skip(start).take(end - start).collect();
+    let after: String = passage.chars().skip(end).collect();
+    format!("{} [[{}]] {}", flat(before), flat(answer), flat(after))
+}
+
+fn print_passages(r: &Response) {
+    println!();
+    println!("retrieved passages:");
+    let rows: Vec<Vec<String>> = r
+        .passages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            vec![
+                (i + 1).to_string(),
+                format!("{:.4}", p.hit.score),
+                format!("{:.4}", p.best_score()),
+                fmt_prob(p.na_prob),
+                format!("{}#p{}", p.hit.doc_id, p.hit.passage),
+                p.answers
+                    .first()
+                    .map_or(String::new(), |a| a.answer.clone()),
+            ]
+        })
+        .collect();
+    print_table(
+        &["rank", "bm25", "reader", "na_prob", "passage", "best span"],
+        &rows,
+    );
+}
+
+/// Sparklines of the start and end probabilities over the answer passage's tokens.
+fn print_probabilities(answer: &lector_pipeline::Candidate, windows: &[WindowProbabilities]) {
+    let e = &answer.evidence;
+    for (w, window) in windows.iter().enumerate() {
+        let tokens = &window.tokens;
+        let Some(first) = tokens.iter().position(|t| t.end > e.passage_start) else {
+            continue;
+        };
+        println!();
+        println!(
+            "reader probabilities over the answer passage{} ({} tokens, one column per token, full height = 1):",
+            if windows.len() > 1 {
+                format!(", window {}", w + 1)
+            } else {
+                String::new()
+            },
+            tokens.len()
+        );
+        let marks: String = tokens
+            .iter()
+            .map(|t| {
+                if t.start < e.passage_end && t.end > e.passage_start {
+                    '^'
+                } else {
+                    ' '
+                }
+            })
+            .collect();
+        let starts: Vec<f32> = tokens.iter().map(|t| t.p_start).collect();
+        let ends: Vec<f32> = tokens.iter().map(|t| t.p_end).collect();
+        for chunk in (0..tokens.len()).step_by(SPARK_WIDTH) {
+            let range = chunk..(chunk + SPARK_WIDTH).min(tokens.len());
+            let rows = [
+                ("start ", sparkline(&starts[range.clone()])),
+                ("end   ", sparkline(&ends[range.clone()])),
+                ("answer", marks[range].to_string()),
+            ];
+            for (label, line) in rows {
+                println!("  {label} |{}", line.trim_end());
+            }
+        }
+        let top = |p: &[f32]| {
+            let (i, v) = p
+                .iter()
+                .enumerate()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .expect("a window has tokens");
+            let t = tokens[i];
+            let text: String = e
+                .passage_text
+                .chars()
+                .skip(t.start)
+                .take(t.end - t.start)
+                .collect();
+            format!("`{text}` ({v:.3})")
+        };
+        println!(
+            "  most likely start {}, end {}; null score {:.4}; answer starts at token {}",
+            top(&starts),
+            top(&ends),
+            window.null_score,
+            first + 1
+        );
+    }
+}
+
+/// Tokens per sparkline row.
+const SPARK_WIDTH: usize = 100;
+
+/// One block character per value in [0, 1], in eighths rounded up; below 0.01 a space, so the
+/// few tokens that matter stand out.
+fn sparkline(values: &[f32]) -> String {
+    const LEVELS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    values
+        .iter()
+        .map(|&v| match v {
+            v if v < 0.01 => ' ',
+            v => LEVELS[(v.min(1.0) * 8.0).ceil() as usize],
+        })
+        .collect::<String>()
+        .trim_end()
+        .to_string()
+}
+
+fn print_timings(r: &Response) {
+    let t = r.timings;
+    println!();
+    println!(
+        "time: retrieve {:.2} ms, read {:.1} ms, aggregate {:.2} ms ({} passages)",
+        t.retrieve_ms,
+        t.read_ms,
+        t.aggregate_ms,
+        r.passages.len()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparkline_scales_to_eight_levels() {
+        assert_eq!(sparkline(&[0.0, 0.5, 1.0, 0.0]), " ▄█");
+        assert_eq!(sparkline(&[0.01, 0.005, 0.2]), "▁ ▂");
+    }
+
+    #[test]
+    fn highlight_marks_the_answer_by_characters() {
+        assert_eq!(highlight("Über 1921 café", 5, 9), "Über [[1921]] café");
+    }
+}

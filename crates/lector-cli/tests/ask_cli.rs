@@ -1,0 +1,309 @@
+//! `lector ask`, `lector eval odqa` and `lector calibrate` as processes, on real SQuAD slices with
+//! the shipped reader and real indexes on disk.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn lector(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args(args)
+        .output()
+        .expect("lector runs")
+}
+
+fn squad(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/squad")
+        .join(name)
+}
+
+/// The first `articles` articles of a SQuAD file, written to `dir`.
+fn slice(name: &str, articles: usize, dir: &Path) -> String {
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(squad(name)).unwrap()).unwrap();
+    json["data"].as_array_mut().unwrap().truncate(articles);
+    let path = dir.join(format!("slice-{name}"));
+    std::fs::write(&path, json.to_string()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+fn ok(out: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "lector failed: {stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn fails(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(2), "expected exit code 2");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_str(&ok(out)).expect("JSON output")
+}
+
+/// An index of the first two articles of SQuAD v1.1 dev; returns (index dir, slice path).
+fn index(dir: &Path) -> (String, String) {
+    let data = slice("dev-v1.1.json", 2, dir);
+    let index = dir.join("index").to_string_lossy().into_owned();
+    ok(&lector(&["index", "add", &data, "--index", &index]));
+    (index, data)
+}
+
+fn chars(text: &str, start: usize, end: usize) -> String {
+    text.chars().skip(start).take(end - start).collect()
+}
+
+#[test]
+fn ask_answers_with_evidence_at_document_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (index, data) = index(dir.path());
+    let question = "Which NFL team represented the AFC at Super Bowl 50?";
+    let out = json(&lector(&["ask", question, "--index", &index, "--json"]));
+    let answer = &out["answer"];
+    assert_eq!(answer["text"], "Denver Broncos");
+    let evidence = &answer["evidence"];
+    assert_eq!(evidence["doc_id"], "Super_Bowl_50#0");
+    // The document is paragraph 0 of the article: the offsets index its text.
+    let squad: Value = serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
+    let context = squad["data"][0]["paragraphs"][0]["context"]
+        .as_str()
+        .unwrap();
+    let (start, end) = (
+        evidence["start"].as_u64().unwrap(),
+        evidence["end"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        chars(context, start as usize, end as usize),
+        "Denver Broncos"
+    );
+    assert_eq!(out["passages"].as_array().unwrap().len(), 5);
+    assert!(out["timings"]["read_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(out["calibrated"], false);
+
+    let text = ok(&lector(&[
+        "ask",
+        question,
+        "--index",
+        &index,
+        "--explain",
+        "--k",
+        "3",
+    ]));
+    assert!(text.starts_with("answer: Denver Broncos\n"), "{text}");
+    for part in [
+        "[[Denver Broncos]]",
+        "runner-ups:",
+        "retrieved passages:",
+        "start  |",
+        "time: retrieve",
+    ] {
+        assert!(text.contains(part), "missing `{part}` in:\n{text}");
+    }
+}
+
+#[test]
+fn calibrate_writes_the_file_and_ask_abstains_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (index, _) = index(dir.path());
+    let v2 = slice("dev-v2.0.json", 1, dir.path());
+    let html = dir.path().join("calibration.html");
+    let html = html.to_str().unwrap();
+    let out = json(&lector(&[
+        "calibrate",
+        "--squad",
+        &v2,
+        "--index",
+        &index,
+        "--limit",
+        "60",
+        "--html",
+        html,
+        "--json",
+    ]));
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(&index).join("calibration.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(file, out["calibration"]);
+    assert_eq!(file["target"], "max-f1");
+    assert_eq!(file["questions"], 60);
+    let threshold = file["threshold"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&threshold));
+    // The calibrated cut does at least as well as the default rule on the data it was chosen on.
+    assert!(out["chosen"]["f1"].as_f64() >= out["default"]["f1"].as_f64());
+    assert!(std::fs::read_to_string(html).unwrap().contains("<svg"));
+
+    let unrelated = "What is the half-life of carbon-14 in years?";
+    let asked = json(&lector(&["ask", unrelated, "--index", &index, "--json"]));
+    assert_eq!(asked["calibrated"], true);
+    assert_eq!(asked["threshold"].as_f64(), Some(threshold));
+    assert_eq!(asked["answer"], Value::Null);
+    assert_eq!(asked["abstention"], "below_threshold");
+    let text = ok(&lector(&["ask", unrelated, "--index", &index]));
+    assert!(
+        text.starts_with("no answer: the no-answer probability"),
+        "{text}"
+    );
+
+    // The index's own writer leaves the calibration alone.
+    let more = dir.path().join("more.txt");
+    std::fs::write(&more, "Carbon-14 has a half-life of 5,730 years.").unwrap();
+    ok(&lector(&[
+        "index",
+        "add",
+        more.to_str().unwrap(),
+        "--index",
+        &index,
+    ]));
+    assert!(Path::new(&index).join("calibration.json").is_file());
+    let stats = json(&lector(&["index", "stats", "--index", &index, "--json"]));
+    assert_eq!(stats["documents"], 104);
+}
+
+#[test]
+fn eval_odqa_decomposes_the_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = slice("dev-v1.1.json", 2, dir.path());
+    let html = dir.path().join("odqa.html");
+    let out = json(&lector(&[
+        "eval",
+        "odqa",
+        "--squad",
+        &data,
+        "--limit",
+        "20",
+        "--k",
+        "5",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+    ]));
+    assert_eq!(out["questions"], 20);
+    assert_eq!(out["documents"], 103);
+    let outcomes = &out["outcomes"];
+    let sum: u64 = ["correct", "retrieval_miss", "reading_miss"]
+        .iter()
+        .map(|k| outcomes[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, 20);
+    let value = |k: &str| out[k]["mean"].as_f64().unwrap();
+    assert!(value("recall@5") >= 50.0, "{out}");
+    assert!(value("reader_f1") >= 70.0, "{out}");
+    assert!(
+        value("f1") >= 20.0 && value("f1") <= value("reader_f1") + 10.0,
+        "{out}"
+    );
+    assert_eq!(value("exact_match"), value("correct"));
+    // A retrieval miss is a question without a hit (that was not answered right anyway).
+    assert!(value("retrieval_miss") <= 100.0 - value("recall@5") + 1e-9);
+    let curve = out["recall_curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 5);
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .contains("Answer recall@k"));
+
+    // The same questions without their paragraphs, NQ-open style, against a built index.
+    let (index, _) = index(dir.path());
+    let squad: Value = serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
+    let lines: Vec<String> = squad["data"][0]["paragraphs"][0]["qas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(4)
+        .map(|qa| {
+            let answers: Vec<&Value> = qa["answers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| &a["text"])
+                .collect();
+            serde_json::json!({"question": qa["question"], "answer": answers}).to_string()
+        })
+        .collect();
+    let nq = dir.path().join("nq.jsonl");
+    std::fs::write(&nq, lines.join("\n")).unwrap();
+    let out = json(&lector(&[
+        "eval",
+        "odqa",
+        "--questions",
+        nq.to_str().unwrap(),
+        "--index",
+        &index,
+        "--json",
+    ]));
+    assert_eq!(out["questions"], 4);
+    assert!(
+        out.get("reader_f1").is_none(),
+        "no gold paragraphs, no reader score"
+    );
+    assert!(out["exact_match"]["mean"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_input_gives_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere");
+    let missing = missing.to_str().unwrap();
+    let err = fails(&lector(&["ask", " ", "--index", missing]));
+    assert_eq!(err, "error: the question is empty\n");
+    let err = fails(&lector(&["ask", "Who won?", "--index", missing]));
+    assert!(
+        err.starts_with(&format!("error: no index at {missing}")),
+        "{err}"
+    );
+    let (index, data) = index(dir.path());
+    let err = fails(&lector(&[
+        "ask", "Who won?", "--index", &index, "--mode", "hybrid",
+    ]));
+    assert!(
+        err.contains("retrieval mode `hybrid` is not available yet"),
+        "{err}"
+    );
+    let err = fails(&lector(&["ask", "Who won?", "--index", &index, "--k", "0"]));
+    assert!(err.contains("k must be at least 1"), "{err}");
+    let err = fails(&lector(&[
+        "calibrate",
+        "--squad",
+        &data,
+        "--index",
+        missing,
+    ]));
+    assert!(err.starts_with("error: no index at"), "{err}");
+    let err = String::from_utf8_lossy(
+        &lector(&[
+            "calibrate",
+            "--squad",
+            &data,
+            "--index",
+            &index,
+            "--target",
+            "precision=2",
+        ])
+        .stderr,
+    )
+    .into_owned();
+    assert!(
+        err.contains("the precision must be a number in (0, 1]"),
+        "{err}"
+    );
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{\"data\": 3}").unwrap();
+    let err = fails(&lector(&[
+        "eval",
+        "odqa",
+        "--squad",
+        broken.to_str().unwrap(),
+    ]));
+    assert!(
+        err.starts_with("error:") && err.contains("broken.json"),
+        "{err}"
+    );
+    std::fs::write(Path::new(&index).join("calibration.json"), "{}").unwrap();
+    let err = fails(&lector(&["ask", "Who won?", "--index", &index]));
+    assert!(
+        err.contains("calibration.json: not a lector calibration"),
+        "{err}"
+    );
+}

@@ -1,0 +1,38 @@
+//! Errors of the pipeline: the index's and the reader's, plus its own input and file errors.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while answering or calibrating.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Opening or searching the index failed.
+    #[error(transparent)]
+    Index(#[from] lector_index::Error),
+    /// Loading or running the reader failed.
+    #[error(transparent)]
+    Reader(#[from] lector_reader::Error),
+    /// The question is empty or only whitespace.
+    #[error("the question is empty")]
+    EmptyQuestion,
+    /// Options that cannot work (e.g. `k = 0`).
+    #[error("invalid options: {0}")]
+    Options(String),
+    /// A calibration file that cannot be used (file, reason).
+    #[error("{path}: {message}", path = .path.display())]
+    Calibration { path: PathBuf, message: String },
+    /// A file could not be read or written.
+    #[error("{path}: {source}", path = .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Wraps an I/O error with the path it concerns.
+pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io { path, source }
+}

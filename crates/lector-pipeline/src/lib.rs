@@ -1,0 +1,321 @@
+//! lector-pipeline: open-domain question answering over a lector index, with its evidence.
+//!
+//! A question goes through three stages, each timed:
+//!
+//! 1. **retrieve** the top `k` passages ([`retrieve`]: BM25 today; dense and hybrid plug in there);
+//! 2. **read** them in one batch with the extractive reader (one reader query per passage);
+//! 3. **aggregate** the passages' answers into ranked candidates ([`aggregate::aggregate`]):
+//!    answers that normalise to the same text (SQuAD normalisation) are one candidate, scored by
+//!    their best span or, with voting, by the sum of their spans; then abstain when the
+//!    no-answer probability is above the threshold — the calibrated one stored with the index
+//!    ([`calibration`]), else 0.5, the reader's rule "the null score beats the best span".
+//!
+//! The answer carries its evidence: document id, title and date, the passage, and the answer's
+//! character offsets in the passage and in the document.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), lector_pipeline::Error> {
+//! use lector_pipeline::{AskOptions, Pipeline};
+//! use std::path::Path;
+//! let pipeline = Pipeline::open(Path::new("lector-index"), Path::new("models/reader-minilm-squad"))?;
+//! let response = pipeline.ask("Who won Super Bowl 50?", &AskOptions::default())?;
+//! if let Some(answer) = &response.answer {
+//!     println!("{} ({} chars {}..{})", answer.text, answer.evidence.doc_id, answer.evidence.start, answer.evidence.end);
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod aggregate;
+pub mod calibration;
+pub mod error;
+
+pub use aggregate::{Abstention, Aggregation, Candidate, Evidence, PassageReading};
+pub use calibration::{Calibration, DEFAULT_THRESHOLD};
+pub use error::{Error, Result};
+
+use lector_index::{Embedder, Hit, Index, Mode, SearchOptions};
+use lector_reader::{Query, ReadParams, Reader, WindowProbabilities};
+use serde::Serialize;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// How a question is answered.
+#[derive(Debug, Clone)]
+pub struct AskOptions {
+    /// Retrieval; `None`: the index's defaults (hybrid for an index with passage vectors, BM25
+    /// otherwise; see [`default_search`]).
+    pub search: Option<SearchOptions>,
+    /// Passages to retrieve and read.
+    pub k: usize,
+    /// Add up the scores of answers that normalise to the same text.
+    pub vote: bool,
+    /// Break near-ties ([`aggregate::NEAR_TIE`]) toward the newest dated document.
+    pub prefer_recent: bool,
+    /// Reader settings; `top_k` is the number of answers kept per passage (the runner-ups).
+    pub read: ReadParams,
+}
+
+impl Default for AskOptions {
+    fn default() -> Self {
+        AskOptions {
+            search: None,
+            k: 5,
+            vote: false,
+            prefer_recent: false,
+            read: ReadParams {
+                top_k: 3,
+                ..ReadParams::default()
+            },
+        }
+    }
+}
+
+/// Wall-clock time of each stage, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Timings {
+    pub retrieve_ms: f64,
+    pub read_ms: f64,
+    pub aggregate_ms: f64,
+}
+
+/// The pipeline's answer to one question.
+#[derive(Debug, Clone, Serialize)]
+pub struct Response {
+    /// The question as asked.
+    pub question: String,
+    /// The answer with its evidence; `None` when the pipeline abstains.
+    pub answer: Option<Candidate>,
+    /// Why there is no answer.
+    pub abstention: Option<Abstention>,
+    /// The no-answer probability of the top candidate (see [`aggregate::aggregate`]).
+    pub na_prob: f64,
+    /// The threshold `na_prob` was compared with.
+    pub threshold: f64,
+    /// Whether the threshold comes from a calibration.
+    pub calibrated: bool,
+    /// Every candidate, best first: the answer, then the runner-ups (also when abstaining).
+    pub candidates: Vec<Candidate>,
+    /// The recency tie-break changed the answer.
+    pub reordered_by_date: bool,
+    /// The retrieved passages with what the reader found in each, in retrieval order.
+    pub passages: Vec<PassageReading>,
+    /// Time per stage. In [`Pipeline::ask_many`], reading is one batch for all questions and
+    /// each question is charged an equal share of it.
+    pub timings: Timings,
+}
+
+/// Progress of [`Pipeline::ask_many`]'s reading stage.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Passages read so far.
+    pub read: usize,
+    /// Passages to read.
+    pub total: usize,
+}
+
+/// An index, a reader, the abstention threshold, and the embedder of a dense index.
+pub struct Pipeline {
+    index: Index,
+    reader: Reader,
+    calibration: Option<Calibration>,
+    embedder: Option<Box<dyn Embedder>>,
+}
+
+/// The index's default retrieval: hybrid when it has passage vectors, else BM25.
+pub fn default_search(index: &Index) -> SearchOptions {
+    let mode = if index.dense_meta().is_some() {
+        Mode::Hybrid
+    } else {
+        Mode::Bm25
+    };
+    SearchOptions::for_index(index, mode)
+}
+
+impl Pipeline {
+    /// A pipeline without calibration (threshold [`DEFAULT_THRESHOLD`]).
+    pub fn new(index: Index, reader: Reader) -> Self {
+        Pipeline {
+            index,
+            reader,
+            calibration: None,
+            embedder: None,
+        }
+    }
+
+    /// Sets the embedder dense and hybrid retrieval use for questions (the index's model).
+    pub fn with_embedder(mut self, embedder: Box<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// Opens the index in `index_dir` with its calibration, if it has one, and loads the reader.
+    pub fn open(index_dir: &Path, reader_dir: &Path) -> Result<Self> {
+        let index = Index::open(index_dir)?;
+        let calibration = Calibration::load(index_dir)?;
+        let reader = Reader::load(reader_dir)?;
+        Ok(Pipeline::new(index, reader).with_calibration(calibration))
+    }
+
+    /// Replaces the calibration.
+    pub fn with_calibration(mut self, calibration: Option<Calibration>) -> Self {
+        self.calibration = calibration;
+        self
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The reader.
+    pub fn reader(&self) -> &Reader {
+        &self.reader
+    }
+
+    /// The calibration in use, if any.
+    pub fn calibration(&self) -> Option<&Calibration> {
+        self.calibration.as_ref()
+    }
+
+    /// The abstention threshold: the calibrated one, else [`DEFAULT_THRESHOLD`].
+    pub fn threshold(&self) -> f64 {
+        self.calibration
+            .as_ref()
+            .map_or(DEFAULT_THRESHOLD, |c| c.threshold)
+    }
+
+    /// Answers one question.
+    pub fn ask(&self, question: &str, options: &AskOptions) -> Result<Response> {
+        let mut responses = self.ask_many(&[question], options, &mut |_| {})?;
+        Ok(responses.remove(0))
+    }
+
+    /// Answers many questions, reading all their passages in one batch (much faster than one
+    /// [`Pipeline::ask`] per question); `progress` follows the reading.
+    pub fn ask_many(
+        &self,
+        questions: &[&str],
+        options: &AskOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Vec<Response>> {
+        check_options(options)?;
+        if questions.iter().any(|q| q.trim().is_empty()) {
+            return Err(Error::EmptyQuestion);
+        }
+        let search = options
+            .search
+            .clone()
+            .unwrap_or_else(|| default_search(&self.index));
+        let retriever = self.index.retriever(&search, self.embedder.as_deref())?;
+        let mut retrieved = Vec::with_capacity(questions.len());
+        for question in questions {
+            let start = Instant::now();
+            let hits: Vec<Hit> = retriever.retrieve(question, options.k)?;
+            retrieved.push((hits, start.elapsed()));
+        }
+        let queries: Vec<Query> = questions
+            .iter()
+            .zip(&retrieved)
+            .flat_map(|(question, (hits, _))| {
+                hits.iter().map(move |h| Query {
+                    question,
+                    context: &h.text,
+                })
+            })
+            .collect();
+        let total = queries.len();
+        let start = Instant::now();
+        let mut predictions = self
+            .reader
+            .answer_batch(&queries, &options.read, &mut |read| {
+                progress(Progress { read, total })
+            })?
+            .into_iter();
+        let read_share = start.elapsed() / questions.len().max(1) as u32;
+        let how = Aggregation {
+            vote: options.vote,
+            prefer_recent: options.prefer_recent,
+            threshold: self.threshold(),
+        };
+        Ok(questions
+            .iter()
+            .zip(retrieved)
+            .map(|(question, (hits, retrieve_time))| {
+                let start = Instant::now();
+                let readings: Vec<PassageReading> = hits
+                    .into_iter()
+                    .map(|hit| {
+                        let date = self.date_of(&hit.doc_id);
+                        let prediction = predictions.next().expect("one prediction per passage");
+                        PassageReading::new(hit, date, prediction)
+                    })
+                    .collect();
+                let mut response = self.respond(question, readings, &how);
+                response.timings = Timings {
+                    retrieve_ms: ms(retrieve_time),
+                    read_ms: ms(read_share),
+                    aggregate_ms: ms(start.elapsed()),
+                };
+                response
+            })
+            .collect())
+    }
+
+    /// The start and end probabilities of the reader over the tokens of `passage`, per window
+    /// (for explaining an answer; see [`Reader::token_probabilities`]).
+    pub fn token_probabilities(
+        &self,
+        question: &str,
+        passage: &str,
+        options: &AskOptions,
+    ) -> Result<Vec<WindowProbabilities>> {
+        Ok(self
+            .reader
+            .token_probabilities(question, passage, &options.read)?)
+    }
+
+    fn date_of(&self, doc_id: &str) -> Option<String> {
+        self.index
+            .document(doc_id)
+            .and_then(|d| d.date.map(str::to_string))
+    }
+
+    fn respond(
+        &self,
+        question: &str,
+        passages: Vec<PassageReading>,
+        how: &Aggregation,
+    ) -> Response {
+        let verdict = aggregate::aggregate(&passages, how);
+        let answer = match verdict.abstention {
+            None => verdict.candidates.first().cloned(),
+            Some(_) => None,
+        };
+        Response {
+            question: question.to_string(),
+            answer,
+            abstention: verdict.abstention,
+            na_prob: verdict.na_prob,
+            threshold: how.threshold,
+            calibrated: self.calibration.is_some(),
+            candidates: verdict.candidates,
+            reordered_by_date: verdict.reordered_by_date,
+            passages,
+            timings: Timings::default(),
+        }
+    }
+}
+
+fn check_options(options: &AskOptions) -> Result<()> {
+    if options.k == 0 {
+        return Err(Error::Options("k must be at least 1".into()));
+    }
+    if let Some(search) = &options.search {
+        search.bm25.validate().map_err(Error::Options)?;
+    }
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

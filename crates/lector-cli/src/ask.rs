@@ -46,7 +46,8 @@ pub fn run(args: AskArgs) -> Result<()> {
     if args.question.trim().is_empty() {
         anyhow::bail!("the question is empty");
     }
-    let (pipeline, search) = open_pipeline(&args.dir.path(), args.model.as_deref(), &args.retrieval)?;
+    let (pipeline, search) =
+        open_pipeline(&args.dir.path(), args.model.as_deref(), &args.retrieval)?;
     let options = AskOptions {
         search: Some(search),
         k: args.k,

@@ -258,7 +258,7 @@ fn bad_input_gives_one_clear_line() {
         "ask", "Who won?", "--index", &index, "--mode", "hybrid",
     ]));
     assert!(
-        err.contains("retrieval mode `hybrid` is not available yet"),
+        err.contains("has no passage vectors; add them with `lector index add --dense`"),
         "{err}"
     );
     let err = fails(&lector(&["ask", "Who won?", "--index", &index, "--k", "0"]));

@@ -70,7 +70,7 @@ def peer_python():
 def ndcg10(lector, run, qrels):
     out = subprocess.run([lector, "eval", "retrieval", "--run", run, "--qrels", qrels, "--json"], check=True,
                          capture_output=True, text=True).stdout
-    return json.loads(out)["metrics"]["ndcg@10"]["mean"]
+    return json.loads(out)["ndcg@10"]["mean"]
 
 
 def main():

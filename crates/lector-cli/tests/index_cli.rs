@@ -49,6 +49,7 @@ fn spawn_add(
     input: &Path,
     index: &Path,
     commit_every: usize,
+    extra: &[&str],
 ) -> (Child, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lector"))
         .args(["index", "add"])
@@ -56,6 +57,7 @@ fn spawn_add(
         .arg("--index")
         .arg(index)
         .args(["--commit-every", &commit_every.to_string()])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -99,7 +101,7 @@ fn sigkill_mid_ingestion_leaves_exactly_the_last_commit() {
     let (input, docs) = big_input(tmp.path(), 3);
     let index_dir = tmp.path().join("idx");
     let every = 500;
-    let (mut child, rx) = spawn_add(&input, &index_dir, every);
+    let (mut child, rx) = spawn_add(&input, &index_dir, every, &[]);
     let logged = wait_for_commits(&rx, 3);
     child.kill().unwrap(); // SIGKILL on Unix
     let status = child.wait().unwrap();
@@ -152,11 +154,66 @@ fn sigkill_mid_ingestion_leaves_exactly_the_last_commit() {
 }
 
 #[test]
+fn sigkill_while_embedding_leaves_the_last_dense_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = std::fs::read_to_string(data("beir/scifact/corpus.jsonl")).unwrap();
+    let input = tmp.path().join("slice.jsonl");
+    let lines: Vec<&str> = corpus.lines().take(100).collect();
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let index_dir = tmp.path().join("idx");
+    let every = 20;
+    let (mut child, rx) = spawn_add(&input, &index_dir, every, &["--dense"]);
+    let logged = wait_for_commits(&rx, 1);
+    // The next commit is embedding now (embedding 20 abstracts takes far longer than reading them).
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let index = Index::open(&index_dir).unwrap();
+    let count = index.len();
+    assert!(
+        count >= logged && count % every == 0 && count < lines.len(),
+        "{count} documents after the kill"
+    );
+    assert!(index.dense_meta().is_some());
+    let idx = index_dir.to_str().unwrap();
+    let dense = lector(&[
+        "search",
+        "cerebral white matter",
+        "--index",
+        idx,
+        "--mode",
+        "dense",
+        "--json",
+    ]);
+    assert!(dense.status.success(), "{}", text(&dense.stderr));
+
+    // A new run embeds only what is missing and leaves no temporary file.
+    let out = lector(&[
+        "index",
+        "add",
+        input.to_str().unwrap(),
+        "--index",
+        idx,
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["unchanged"], count);
+    assert_eq!(summary["documents"], lines.len());
+    let leftovers: Vec<String> = std::fs::read_dir(&index_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
 fn a_second_writer_is_refused_with_the_lock_named() {
     let tmp = tempfile::tempdir().unwrap();
     let (input, docs) = big_input(tmp.path(), 2);
     let index_dir = tmp.path().join("idx");
-    let (mut first, rx) = spawn_add(&input, &index_dir, 1000);
+    let (mut first, rx) = spawn_add(&input, &index_dir, 1000, &[]);
     wait_for_commits(&rx, 1);
     let note = tmp.path().join("note.txt");
     std::fs::write(&note, "A note about zebrafish fin regeneration.").unwrap();

@@ -1,0 +1,156 @@
+//! Running the layers of an encoder over a batch on the CPU.
+//!
+//! Activations are *packed*: the real tokens of every window, one window after another, no
+//! padding (a padded batch of SQuAD windows is about a quarter padding, and attention over padded
+//! keys is wasted work). The windows are split into parts of about equal cost, and each part goes
+//! through all the layers on one thread with single-threaded products: the threads never wait for
+//! each other between operations, unlike per-operation parallelism, which synchronises a few
+//! dozen times per layer (and stalls whenever one thread is descheduled on a shared machine).
+
+use crate::layers::{Scratch, TransformerLayer};
+use crate::matmul::Threads;
+use candle_core::{Result, Tensor};
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::ops::Range;
+
+/// Per-token hidden states of the real tokens of a batch, packed: `(tokens, width)` row-major,
+/// window `w` owning the next `lengths[w]` rows.
+pub(crate) struct Packed {
+    pub data: Vec<f32>,
+    pub width: usize,
+    pub lengths: Vec<usize>,
+}
+
+impl Packed {
+    pub(crate) fn tokens(&self) -> usize {
+        self.lengths.iter().sum()
+    }
+
+    /// The real rows of a right-padded `(batch * seq, width)` tensor.
+    pub(crate) fn from_padded(xs: &Tensor, lengths: Vec<usize>, seq: usize) -> Result<Self> {
+        let width = xs.dims2()?.1;
+        let all = xs.flatten_all()?.to_vec1::<f32>()?;
+        let mut data = Vec::with_capacity(lengths.iter().sum::<usize>() * width);
+        for (w, &len) in lengths.iter().enumerate() {
+            data.extend_from_slice(&all[w * seq * width..(w * seq + len) * width]);
+        }
+        Ok(Self {
+            data,
+            width,
+            lengths,
+        })
+    }
+
+    /// Back to a right-padded `(batch * seq, width)` tensor; padding rows are zero.
+    pub(crate) fn to_padded(&self, seq: usize) -> Result<Tensor> {
+        let width = self.width;
+        let mut out = vec![0f32; self.lengths.len() * seq * width];
+        for ((w, rows), len) in self.windows().enumerate().zip(&self.lengths) {
+            out[w * seq * width..(w * seq + len) * width].copy_from_slice(&self.data[rows]);
+        }
+        Tensor::from_vec(
+            out,
+            (self.lengths.len() * seq, width),
+            &candle_core::Device::Cpu,
+        )
+    }
+
+    /// The element range of each window in `data`.
+    pub(crate) fn windows(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        self.lengths.iter().scan(0, |first, &len| {
+            let range = *first * self.width..(*first + len) * self.width;
+            *first += len;
+            Some(range)
+        })
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
+/// Runs `layers` in place over the packed activations `xs`.
+pub(crate) fn run(layers: &[TransformerLayer], xs: &mut Packed) {
+    let threads = rayon::current_num_threads();
+    if threads == 1 || xs.lengths.len() < 2 {
+        // One window (a single short question): spread each product over the pool instead.
+        return run_part(layers, &mut xs.data, &xs.lengths, Threads::Pool(threads));
+    }
+    let mut parts = Vec::new();
+    let mut rest = xs.data.as_mut_slice();
+    let cost = |len| layers.first().map_or(len, |layer| layer.cost(len));
+    for windows in split(&xs.lengths, threads, cost) {
+        let lengths = &xs.lengths[windows];
+        let (part, tail) = rest.split_at_mut(lengths.iter().sum::<usize>() * xs.width);
+        parts.push((part, lengths));
+        rest = tail;
+    }
+    parts
+        .into_par_iter()
+        .for_each(|(part, lengths)| run_part(layers, part, lengths, Threads::One));
+}
+
+fn run_part(layers: &[TransformerLayer], xs: &mut [f32], lengths: &[usize], threads: Threads) {
+    SCRATCH.with(|cell| {
+        // A thread that steals work while waiting inside a parallel product could re-enter here:
+        // it then uses buffers of its own.
+        let mut own = Scratch::default();
+        let mut borrowed = cell.try_borrow_mut();
+        let scratch = borrowed.as_deref_mut().unwrap_or(&mut own);
+        for layer in layers {
+            layer.forward(xs, lengths, scratch, threads);
+        }
+    });
+}
+
+/// Consecutive runs of windows, `parts` of them (fewer if there are fewer windows), of about equal `cost` (a function of a
+/// window's length).
+fn split(lengths: &[usize], parts: usize, cost: impl Fn(usize) -> usize) -> Vec<Range<usize>> {
+    // prefix[w]: the cost of the windows before w.
+    let prefix: Vec<usize> = std::iter::once(0)
+        .chain(lengths.iter().scan(0, |sum, &len| {
+            *sum += cost(len);
+            Some(*sum)
+        }))
+        .collect();
+    let total = prefix[lengths.len()];
+    let parts = parts.clamp(1, lengths.len().max(1));
+    let mut cuts = vec![0];
+    for k in 1..parts {
+        let target = total * k / parts;
+        let after = prefix.partition_point(|&p| p < target).min(lengths.len());
+        // Cut where the cost so far lands nearest the target.
+        let nearest = if after > 0 && target - prefix[after - 1] < prefix[after] - target {
+            after - 1
+        } else {
+            after
+        };
+        // Every part gets at least one window.
+        cuts.push(nearest.clamp(cuts[k - 1] + 1, lengths.len() - (parts - k)));
+    }
+    cuts.push(lengths.len());
+    let ranges = cuts.windows(2).map(|c| c[0]..c[1]);
+    ranges.filter(|r| !r.is_empty()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn parts_are_consecutive_balanced_and_cover_every_window() {
+        let lengths = [300, 250, 200, 150, 120, 100, 90, 40, 30, 20];
+        for parts in 1..=4 {
+            let ranges = split(&lengths, parts, |len| len);
+            assert_eq!(ranges.len(), parts);
+            assert_eq!(ranges[0].start, 0);
+            assert_eq!(ranges.last().unwrap().end, lengths.len());
+            assert!(ranges.windows(2).all(|p| p[0].end == p[1].start));
+        }
+        assert_eq!(split(&lengths, 2, |len| len), vec![0..3, 3..10]);
+        assert_eq!(split(&[5, 4, 3, 2], 2, |len| len), vec![0..2, 2..4]);
+        assert_eq!(split(&[9, 1, 1, 1], 3, |len| len), vec![0..1, 1..2, 2..4]);
+        assert_eq!(split(&[10], 2, |len| len), vec![0..1]);
+    }
+}

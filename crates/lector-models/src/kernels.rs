@@ -9,7 +9,9 @@ pub(crate) const LANES: usize = 16;
 
 /// Defines `fn $name(args)` that runs `$body` compiled for the widest SIMD instruction set of
 /// this CPU (AVX-512, else AVX2 + FMA, else baseline x86-64), chosen at run time. Everything the
-/// body calls must be `#[inline(always)]` for the target features to reach it.
+/// body calls must be inlined for the target features to reach it: helpers are
+/// `#[inline(always)]`, and loops are `for` loops (`Iterator::for_each`/`fold`/`sum` may stay
+/// out-of-line calls compiled for baseline x86-64, as the softmax once did).
 macro_rules! multiversion {
     ($(#[$doc:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$doc])*
@@ -56,7 +58,20 @@ fn sum_by_lanes(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
             *a += f(x);
         }
     }
-    tail.iter().fold(acc.iter().sum::<f32>(), |s, &x| s + f(x))
+    let mut sum = horizontal_sum(&acc);
+    for &x in tail {
+        sum += f(x);
+    }
+    sum
+}
+
+#[inline(always)]
+fn horizontal_sum(acc: &[f32; LANES]) -> f32 {
+    let mut sum = 0.0;
+    for &a in acc {
+        sum += a;
+    }
+    sum
 }
 
 #[inline(always)]
@@ -71,10 +86,11 @@ fn max_by_lanes(xs: &[f32]) -> f32 {
             *a = greater(*a, x);
         }
     }
-    tail.iter()
-        .fold(acc.into_iter().fold(f32::NEG_INFINITY, greater), |m, &x| {
-            greater(m, x)
-        })
+    let mut max = f32::NEG_INFINITY;
+    for &x in acc.iter().chain(tail) {
+        max = greater(max, x);
+    }
+    max
 }
 
 /// `exp(x)` for `x <= 0` (softmax after subtracting the maximum), within 2 ulp: Cody-Waite range
@@ -89,38 +105,45 @@ pub(crate) fn exp_nonpositive(x: f32) -> f32 {
     let t = x * std::f32::consts::LOG2_E + ROUND;
     let n = t - ROUND;
     let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
-    let p = [
-        1.987_569_1e-4,
-        1.398_2e-3,
-        8.333_452e-3,
-        4.166_579_6e-2,
-        0.166_666_65,
-        0.5,
-    ]
-    .iter()
-    .fold(0.0, |acc, &c| acc * r + c);
+    let mut p = 1.987_569_1e-4;
+    for c in [1.398_2e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5] {
+        p = p * r + c;
+    }
     let two_n = f32::from_bits(((t.to_bits() as i32 - ROUND.to_bits() as i32 + 127) << 23) as u32);
     (p * r * r + r + 1.0) * two_n
 }
 
+/// Softmax of the first `valid` scores of `row`, in place; the other columns are set to about
+/// 1e-38 and add nothing to the sum. A row whose length is a multiple of [`LANES`] leaves no scalar
+/// tail (it would cost as much as the rest of a short row).
+#[inline(always)]
+fn softmax_row(row: &mut [f32], valid: usize) {
+    row[valid..].fill(f32::NEG_INFINITY);
+    let max = max_by_lanes(row);
+    let mut acc = [0f32; LANES];
+    for chunk in row.chunks_exact_mut(LANES) {
+        for (a, x) in acc.iter_mut().zip(chunk) {
+            *x = exp_nonpositive(*x - max);
+            *a += *x;
+        }
+    }
+    let tail = row.chunks_exact_mut(LANES).into_remainder();
+    let mut sum = horizontal_sum(&acc);
+    for x in tail {
+        *x = exp_nonpositive(*x - max);
+        sum += *x;
+    }
+    let inv = 1.0 / sum;
+    for x in &mut row[..valid] {
+        *x *= inv;
+    }
+}
+
 multiversion! {
-    /// Softmax of the first `valid` scores of each `stride`-wide row, in place; the other
-    /// columns are set to about 1e-38 and add nothing to any sum. A `stride` that is a multiple of
-    /// [`LANES`] leaves no scalar tail (it would cost as much as the rest of a short row).
+    /// Softmax of the first `valid` scores of each `stride`-wide row, in place.
     pub(crate) fn softmax_rows(scores: &mut [f32], valid: usize, stride: usize) {
         for row in scores.chunks_exact_mut(stride) {
-            row[valid..].fill(f32::NEG_INFINITY);
-            let max = max_by_lanes(row);
-            let mut acc = [0f32; LANES];
-            let chunks = row.chunks_exact_mut(LANES);
-            for chunk in chunks {
-                for (a, x) in acc.iter_mut().zip(chunk) {
-                    *x = exp_nonpositive(*x - max);
-                    *a += *x;
-                }
-            }
-            let inv = 1.0 / acc.iter().sum::<f32>();
-            row[..valid].iter_mut().for_each(|x| *x *= inv);
+            softmax_row(row, valid);
         }
     }
 }
@@ -164,9 +187,15 @@ pub(crate) fn erf(x: f32) -> f32 {
         -1.426_474e-02,
     ];
     // Plain multiply-add, not `mul_add`: without a target-cpu flag that is a slow library call.
-    let p = alpha.iter().skip(1).fold(alpha[0], |acc, &c| acc * x2 + c) * x;
-    let q = beta.iter().skip(1).fold(beta[0], |acc, &c| acc * x2 + c);
-    p / q
+    let mut p = alpha[0];
+    for &c in &alpha[1..] {
+        p = p * x2 + c;
+    }
+    let mut q = beta[0];
+    for &c in &beta[1..] {
+        q = q * x2 + c;
+    }
+    p * x / q
 }
 
 multiversion! {
@@ -224,7 +253,8 @@ mod tests {
                 e.iter().map(|v| v / e.iter().sum::<f64>()).collect()
             })
             .collect();
-        super::softmax_rows(&mut rows, valid, stride);
+        rows.chunks_mut(stride)
+            .for_each(|row| super::softmax_row(row, valid));
         for (row, want) in rows.chunks(stride).zip(want) {
             for (got, want) in row.iter().zip(want) {
                 assert!((*got as f64 - want).abs() < 1e-6, "{got} vs {want}");

@@ -69,7 +69,7 @@ def report_gflops(python, target, limit, secs, best_batch):
     print(f"\nGFLOP/s, 2 threads: {work['gflop']:.0f} GFLOP for {limit} questions ({work['windows']} windows, "
           f"{work['tokens']} tokens; the pipeline pads to {work['padded_tokens']} tokens, {work['executed_gflop']:.0f} GFLOP)")
     print(f"  lector reader                        {work['gflop'] / secs['lector']:6.1f}")
-    print(f"  pipeline ({best_batch}), useful / executed  {work['gflop'] / secs[best_batch]:6.1f} / "
+    print(f"  {best_batch + ', useful / executed':35s}  {work['gflop'] / secs[best_batch]:6.1f} / "
           f"{work['executed_gflop'] / secs[best_batch]:.1f}")
     print(f"  plain matmul, the model's four linear shapes at {candle_rows[0]['m']} tokens:")
     print(f"    candle Tensor::matmul              {weighted_gflops(candle_rows, 'candle_gflops'):6.1f}")

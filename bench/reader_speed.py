@@ -4,8 +4,11 @@
 Same checkpoint (models/reader-minilm-squad), same first N SQuAD v1.1 dev questions, same threads (2), the
 pipeline at the batch size given (its fastest on this machine is found with --batch-sizes). Runs alternate;
 prints questions/s (model loading excluded on both sides), peak RSS, the answer agreement and the ratio.
+Then GFLOP/s side by side (bench/gflops.py): both readers' achieved GFLOP/s, with FLOPs counted from the model's
+shapes and the real token counts, against a plain matrix product of the model's linear shapes on this machine
+(candle's `Tensor::matmul`, lector's one-`gemm`-per-thread, torch's `linear`), all on 2 threads.
 
-    python3 bench/reader_speed.py [--limit 2000] [--batch-sizes 1,8,32] [--rounds 1]
+    python3 bench/reader_speed.py [--limit 2000] [--batch-sizes 1,8,32] [--rounds 1] [--no-gflops]
 
 The pipeline side runs in the environment of tools/setup-hf.sh (transformers<5, torch CPU).
 """
@@ -45,11 +48,44 @@ def run_pipeline(python, limit, batch, out):
     return float(summary["questions_per_s"]), rss
 
 
+def weighted_gflops(rows, key):
+    """GFLOP/s over one pass through the four linear layers (each shape weighted by its FLOPs)."""
+    flop = sum(r["k"] * r["n"] for r in rows)
+    return flop / sum(r["k"] * r["n"] / r[key] for r in rows)
+
+
+def report_gflops(python, target, limit, secs, best_batch):
+    """Prints the achieved GFLOP/s of both readers next to plain matrix products on the same machine."""
+    gflops_py = os.path.join(ROOT, "bench", "gflops.py")
+    run = lambda cmd, env=None: subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    batch = int(best_batch.split("=")[1])
+    work = json.loads(run([python, gflops_py, "count", "--limit", str(limit), "--batch-size", str(batch)]))
+    torch_rows = [json.loads(line) for line in run([python, gflops_py, "matmul", "--threads", "2"]).splitlines()]
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-models", "--example", "matmul_speed"],
+                   check=True, cwd=ROOT)
+    candle_rows = [json.loads(line) for line in
+                   run([os.path.join(target, "release", "examples", "matmul_speed"), MODEL],
+                       env=dict(os.environ, RAYON_NUM_THREADS="2")).splitlines()]
+    print(f"\nGFLOP/s, 2 threads: {work['gflop']:.0f} GFLOP for {limit} questions ({work['windows']} windows, "
+          f"{work['tokens']} tokens; the pipeline pads to {work['padded_tokens']} tokens, {work['executed_gflop']:.0f} GFLOP)")
+    print(f"  lector reader                        {work['gflop'] / secs['lector']:6.1f}")
+    print(f"  {best_batch + ', useful / executed':35s}  {work['gflop'] / secs[best_batch]:6.1f} / "
+          f"{work['executed_gflop'] / secs[best_batch]:.1f}")
+    print(f"  plain matmul, the model's four linear shapes at {candle_rows[0]['m']} tokens:")
+    print(f"    candle Tensor::matmul              {weighted_gflops(candle_rows, 'candle_gflops'):6.1f}")
+    print(f"    gemm, one product per thread       {weighted_gflops(candle_rows, 'gemm_per_thread_gflops'):6.1f}")
+    print(f"    torch linear                       {weighted_gflops(torch_rows, 'torch_gflops'):6.1f}")
+    for c, t in zip(candle_rows, torch_rows):
+        print(f"    {c['layer']:9s} ({c['k']}x{c['n']}): candle {c['candle_gflops']:6.1f}, "
+              f"gemm per thread {c['gemm_per_thread_gflops']:6.1f}, torch {t['torch_gflops']:6.1f}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=2000)
     parser.add_argument("--batch-sizes", default="8")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--no-gflops", action="store_true", help="skip the GFLOP/s report")
     args = parser.parse_args()
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
@@ -77,6 +113,8 @@ def main():
     for k, v in med.items():
         print(f"  {k:20s} median {v:6.1f} q/s, peak RSS {max(r for _, r in results[k]):.0f} MB")
     print(f"ratio lector / fastest pipeline ({best_batch}): {med['lector'] / med[best_batch]:.2f}x")
+    if not args.no_gflops:
+        report_gflops(python, target, args.limit, {k: args.limit / v for k, v in med.items()}, best_batch)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 //! BERT encoder (`model_type: bert`): word + position + token-type embeddings, post-LN layers.
 
 use crate::config::Config;
-use crate::layers::{embed, LayerNames, LayerNorm, TransformerLayer};
+use crate::encoder::{self, Packed};
+use crate::layers::{embed, Embedding, LayerNames, LayerNorm, TransformerLayer};
 use crate::Inputs;
-use candle_core::{Result, Tensor};
+use candle_core::Result;
 use candle_nn::VarBuilder;
 
 /// Weight names inside `encoder.layer.N`, shared with RoBERTa.
@@ -20,9 +21,9 @@ pub(crate) const LAYER_NAMES: LayerNames = LayerNames {
 
 /// The BERT stack; `vb` is rooted where `embeddings.` and `encoder.` live.
 pub struct Bert {
-    word: Tensor,
-    position: Tensor,
-    token_type: Tensor,
+    word: Embedding,
+    position: Embedding,
+    token_type: Embedding,
     norm: LayerNorm,
     layers: Vec<TransformerLayer>,
 }
@@ -32,45 +33,44 @@ impl Bert {
         let emb = vb.pp("embeddings");
         let h = cfg.hidden_size;
         Ok(Self {
-            word: emb.get((cfg.vocab_size, h), "word_embeddings.weight")?,
-            position: emb.get(
-                (cfg.max_position_embeddings, h),
-                "position_embeddings.weight",
-            )?,
-            token_type: emb.get(
-                (cfg.type_vocab_size.max(1), h),
-                "token_type_embeddings.weight",
+            word: Embedding::load(&emb, "word_embeddings", cfg.vocab_size, h)?,
+            position: Embedding::load(&emb, "position_embeddings", cfg.max_position_embeddings, h)?,
+            token_type: Embedding::load(
+                &emb,
+                "token_type_embeddings",
+                cfg.type_vocab_size.max(1),
+                h,
             )?,
             norm: LayerNorm::load(&emb, "LayerNorm", h, cfg.layer_norm_eps)?,
             layers: load_layers(&vb.pp("encoder.layer"), cfg)?,
         })
     }
 
-    /// Hidden states `(batch * seq, hidden)` for explicit position and token-type ids (flattened).
-    pub(crate) fn forward_with(
+    /// Packed hidden states of the real tokens, for explicit position and token-type ids
+    /// (flattened like `inputs.ids`).
+    pub(crate) fn hidden_with(
         &self,
         inputs: &Inputs,
         positions: &[u32],
         types: &[u32],
-    ) -> Result<Tensor> {
-        let device = self.word.device();
-        let ids = Tensor::new(inputs.ids.as_slice(), device)?;
-        let positions = Tensor::new(positions, device)?;
-        let types = Tensor::new(types, device)?;
-        let xs = embed(
-            (&self.word, &ids),
-            &[(&self.position, &positions), (&self.token_type, &types)],
-            &self.norm,
-        )?;
-        run_layers(&self.layers, xs, inputs)
+    ) -> Result<Packed> {
+        // transformers' order of summation: word + token type, then + position.
+        let tables = [
+            (&self.word, inputs.ids.as_slice()),
+            (&self.token_type, types),
+            (&self.position, positions),
+        ];
+        let mut xs = embed(&tables, inputs, &self.norm)?;
+        encoder::run(&self.layers, &mut xs);
+        Ok(xs)
     }
 
-    /// Hidden states `(batch * seq, hidden)` with positions 0, 1, 2, ... in every row.
-    pub(crate) fn forward(&self, inputs: &Inputs) -> Result<Tensor> {
+    /// Packed hidden states with positions 0, 1, 2, ... in every row.
+    pub(crate) fn hidden(&self, inputs: &Inputs) -> Result<Packed> {
         let positions: Vec<u32> = (0..inputs.batch)
             .flat_map(|_| 0..inputs.seq_len as u32)
             .collect();
-        self.forward_with(inputs, &positions, &inputs.type_ids)
+        self.hidden_with(inputs, &positions, &inputs.type_ids)
     }
 }
 
@@ -78,17 +78,4 @@ pub(crate) fn load_layers(vb: &VarBuilder, cfg: &Config) -> Result<Vec<Transform
     (0..cfg.num_layers)
         .map(|i| TransformerLayer::load(&vb.pp(i), &LAYER_NAMES, cfg))
         .collect()
-}
-
-/// Runs `layers` over embedded inputs, masking padding.
-pub(crate) fn run_layers(
-    layers: &[TransformerLayer],
-    mut xs: Tensor,
-    inputs: &Inputs,
-) -> Result<Tensor> {
-    let lengths = inputs.lengths();
-    for layer in layers {
-        xs = layer.forward(&xs, &lengths)?;
-    }
-    Ok(xs)
 }

@@ -1,10 +1,10 @@
 //! DistilBERT encoder (`model_type: distilbert`): no token types, its own weight names.
 
-use crate::bert::run_layers;
 use crate::config::Config;
-use crate::layers::{embed, LayerNames, LayerNorm, TransformerLayer};
+use crate::encoder::{self, Packed};
+use crate::layers::{embed, Embedding, LayerNames, LayerNorm, TransformerLayer};
 use crate::Inputs;
-use candle_core::{Result, Tensor};
+use candle_core::Result;
 use candle_nn::VarBuilder;
 
 const LAYER_NAMES: LayerNames = LayerNames {
@@ -20,8 +20,8 @@ const LAYER_NAMES: LayerNames = LayerNames {
 
 /// The DistilBERT stack; `vb` is rooted where `embeddings.` and `transformer.` live.
 pub struct DistilBert {
-    word: Tensor,
-    position: Tensor,
+    word: Embedding,
+    position: Embedding,
     norm: LayerNorm,
     layers: Vec<TransformerLayer>,
 }
@@ -32,11 +32,8 @@ impl DistilBert {
         let h = cfg.hidden_size;
         let layers = vb.pp("transformer.layer");
         Ok(Self {
-            word: emb.get((cfg.vocab_size, h), "word_embeddings.weight")?,
-            position: emb.get(
-                (cfg.max_position_embeddings, h),
-                "position_embeddings.weight",
-            )?,
+            word: Embedding::load(&emb, "word_embeddings", cfg.vocab_size, h)?,
+            position: Embedding::load(&emb, "position_embeddings", cfg.max_position_embeddings, h)?,
             norm: LayerNorm::load(&emb, "LayerNorm", h, 1e-12)?,
             layers: (0..cfg.num_layers)
                 .map(|i| TransformerLayer::load(&layers.pp(i), &LAYER_NAMES, cfg))
@@ -44,19 +41,17 @@ impl DistilBert {
         })
     }
 
-    /// Hidden states `(batch * seq, hidden)`.
-    pub(crate) fn forward(&self, inputs: &Inputs) -> Result<Tensor> {
-        let device = self.word.device();
-        let ids = Tensor::new(inputs.ids.as_slice(), device)?;
+    /// Packed hidden states of the real tokens.
+    pub(crate) fn hidden(&self, inputs: &Inputs) -> Result<Packed> {
         let positions: Vec<u32> = (0..inputs.batch)
             .flat_map(|_| 0..inputs.seq_len as u32)
             .collect();
-        let positions = Tensor::new(positions.as_slice(), device)?;
-        let xs = embed(
-            (&self.word, &ids),
-            &[(&self.position, &positions)],
-            &self.norm,
-        )?;
-        run_layers(&self.layers, xs, inputs)
+        let tables = [
+            (&self.word, inputs.ids.as_slice()),
+            (&self.position, &positions),
+        ];
+        let mut xs = embed(&tables, inputs, &self.norm)?;
+        encoder::run(&self.layers, &mut xs);
+        Ok(xs)
     }
 }

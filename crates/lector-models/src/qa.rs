@@ -4,10 +4,12 @@
 use crate::bert::Bert;
 use crate::config::{Architecture, Config};
 use crate::distilbert::DistilBert;
+use crate::encoder::Packed;
 use crate::error::{Error, Result};
 use crate::layers::Linear;
+use crate::matmul::Threads;
 use crate::roberta::Roberta;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 use std::path::Path;
 
@@ -73,12 +75,12 @@ impl Encoder {
         })
     }
 
-    /// Hidden states `(batch * seq, hidden)`.
-    pub(crate) fn forward(&self, inputs: &Inputs) -> candle_core::Result<Tensor> {
+    /// Packed hidden states of the real tokens of `inputs` (padding is never computed).
+    pub(crate) fn hidden(&self, inputs: &Inputs) -> candle_core::Result<Packed> {
         match self {
-            Encoder::Bert(m) => m.forward(inputs),
-            Encoder::DistilBert(m) => m.forward(inputs),
-            Encoder::Roberta(m) => m.forward(inputs),
+            Encoder::Bert(m) => m.hidden(inputs),
+            Encoder::DistilBert(m) => m.hidden(inputs),
+            Encoder::Roberta(m) => m.hidden(inputs),
         }
     }
 }
@@ -111,13 +113,29 @@ impl QaModel {
         })
     }
 
-    /// Start and end logits for every token of `inputs`.
+    /// Start and end logits for every token of `inputs`; padding positions get 0 (the encoder
+    /// only runs the real tokens).
     pub fn forward(&self, inputs: &Inputs) -> Result<QaLogits> {
-        let hidden = self.encoder.forward(inputs)?;
-        let logits = self.qa_outputs.forward(&hidden)?.to_vec2::<f32>()?;
+        let hidden = self.encoder.hidden(inputs)?;
+        let mut pairs = vec![0f32; hidden.tokens() * 2];
+        self.qa_outputs
+            .forward(&hidden.data, &mut pairs, Threads::One);
+        let size = inputs.batch * inputs.seq_len;
+        let (mut start, mut end) = (vec![0f32; size], vec![0f32; size]);
+        let mut pairs = pairs.chunks_exact(2);
+        for (w, &len) in hidden.lengths.iter().enumerate() {
+            let row = w * inputs.seq_len..w * inputs.seq_len + len;
+            for ((s, e), pair) in start[row.clone()]
+                .iter_mut()
+                .zip(&mut end[row])
+                .zip(&mut pairs)
+            {
+                (*s, *e) = (pair[0], pair[1]);
+            }
+        }
         Ok(QaLogits {
-            start: logits.iter().map(|pair| pair[0]).collect(),
-            end: logits.iter().map(|pair| pair[1]).collect(),
+            start,
+            end,
             seq_len: inputs.seq_len,
         })
     }

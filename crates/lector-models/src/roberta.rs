@@ -6,8 +6,9 @@
 
 use crate::bert::Bert;
 use crate::config::Config;
+use crate::encoder::Packed;
 use crate::Inputs;
-use candle_core::{Result, Tensor};
+use candle_core::Result;
 use candle_nn::VarBuilder;
 
 /// The RoBERTa stack; `vb` is rooted where `embeddings.` and `encoder.` live.
@@ -24,12 +25,12 @@ impl Roberta {
         })
     }
 
-    /// Hidden states `(batch * seq, hidden)`.
-    pub(crate) fn forward(&self, inputs: &Inputs) -> Result<Tensor> {
+    /// Packed hidden states of the real tokens.
+    pub(crate) fn hidden(&self, inputs: &Inputs) -> Result<Packed> {
         let positions = position_ids(&inputs.mask, inputs.seq_len, self.padding_idx);
         // transformers does not feed RoBERTa's tokenizers' token_type_ids to the model: all zero.
         let types = vec![0; inputs.ids.len()];
-        self.bert.forward_with(inputs, &positions, &types)
+        self.bert.hidden_with(inputs, &positions, &types)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Running a chunk of queries: tokenize, cut windows, run windows sorted by length in padded
-//! batches (little padding, big matrix products), then decode each query's windows in order.
+//! batches (the encoder skips the padding; sorted windows keep the padded inputs small), then
+//! decode each query's windows in order.
 
 use crate::answer::{merge, null_answer, rank, Answer, EncodedContext};
 use crate::decode::{masked_softmax, score_window};
@@ -154,8 +155,8 @@ fn push_windows(
     Ok(truncated)
 }
 
-/// Padded tokens per forward pass at most: beyond this, bigger batches only add memory traffic
-/// (attention scores grow with `batch * seq^2`) without making the matrix products faster.
+/// Padded tokens per forward pass at most: a few parts per thread for the encoder (see
+/// `lector_models`' encoder), while bounding the activations held at once.
 const MAX_BATCH_TOKENS: usize = 4096;
 
 /// Runs every window through the model, longest first, at most `batch_size` at a time.

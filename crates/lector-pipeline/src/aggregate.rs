@@ -2,6 +2,14 @@
 //! text, the highest score (or, voting, the sum of scores) first, a no-answer probability from
 //! the winning passage, abstention by threshold, and an optional tie-break toward recent
 //! documents.
+//!
+//! Span probabilities are not comparable across passages: the reader's softmax runs over one
+//! passage at a time, so a distractor passage with a single plausible span gives it a high
+//! probability whatever the passage says. What the reader does compare is a span against the
+//! passage's own no-answer position (it was trained to pick [CLS] in paragraphs without the
+//! answer), so a candidate is scored `p / (p + null)`: the span probability against the no-answer
+//! score of its passage, a monotonic function of `exp(span logit - null logit)` in which the
+//! softmax normalisers cancel. Within one passage the order is the span probability's.
 
 use lector_eval::normalize::normalize_answer;
 use lector_index::Hit;
@@ -76,8 +84,10 @@ pub struct Evidence {
 pub struct Candidate {
     /// The answer text (of its best-scoring occurrence).
     pub text: String,
-    /// The best span score among its occurrences, or with voting their sum.
+    /// The best [`answer_score`] among its occurrences, or with voting their sum.
     pub score: f64,
+    /// The reader's span probability (`p_start * p_end`) of the best occurrence.
+    pub reader_score: f64,
     /// Distinct passages in which the reader proposed it.
     pub passages: usize,
     /// The best-scoring occurrence.
@@ -124,21 +134,18 @@ pub struct Verdict {
 /// Merges the answers of every passage into ranked candidates and decides whether to answer.
 ///
 /// Candidates are keyed by [`normalize_answer`] (answers that normalise to nothing keep their
-/// lowercased text as key). A candidate's score is its best occurrence's span score, or with
-/// `vote` the sum over its occurrences. The no-answer probability compares the top candidate
-/// with the null score of the passage it was read from, so with one passage and no voting it is
-/// exactly the reader's own `na_prob` and a threshold calibrated on reader outputs applies.
+/// lowercased text as key). A candidate's score is its best occurrence's [`answer_score`], or
+/// with `vote` the sum over its occurrences. The no-answer probability compares the top
+/// candidate's best occurrence with the null score of the passage it was read from, so with one
+/// passage it is exactly the reader's own `na_prob` and a threshold calibrated on reader outputs
+/// applies.
 pub fn aggregate(readings: &[PassageReading], how: &Aggregation) -> Verdict {
     let mut candidates = merge_candidates(readings, how.vote);
     // Stable: equal scores keep retrieval order.
     candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
     let na_prob = candidates.first().map_or(1.0, |top| {
         let null = readings[top.evidence.rank - 1].null_score;
-        if null + top.score > 0.0 {
-            null / (null + top.score)
-        } else {
-            1.0
-        }
+        1.0 - answer_score(top.reader_score, null)
     });
     let abstention = if readings.is_empty() {
         Some(Abstention::NoPassages)
@@ -179,21 +186,22 @@ fn merge_candidates(readings: &[PassageReading], vote: bool) -> Vec<Candidate> {
             let Some(group) = groups.iter_mut().find(|g| g.key == key) else {
                 groups.push(Group {
                     key,
+                    best_single: occurrence.score,
                     candidate: occurrence,
-                    best_single: answer.score,
                     seen_in: vec![i],
                 });
                 continue;
             };
             let c = &mut group.candidate;
             c.score = if vote {
-                c.score + answer.score
+                c.score + occurrence.score
             } else {
-                c.score.max(answer.score)
+                c.score.max(occurrence.score)
             };
-            if answer.score > group.best_single {
-                group.best_single = answer.score;
+            if occurrence.score > group.best_single {
+                group.best_single = occurrence.score;
                 c.text = occurrence.text;
+                c.reader_score = occurrence.reader_score;
                 c.evidence = occurrence.evidence;
             }
             if !group.seen_in.contains(&i) {
@@ -210,7 +218,8 @@ fn candidate(reading: &PassageReading, rank: usize, answer: &Answer) -> Candidat
     let hit = &reading.hit;
     Candidate {
         text: answer.answer.clone(),
-        score: answer.score,
+        score: answer_score(answer.score, reading.null_score),
+        reader_score: answer.score,
         passages: 1,
         evidence: Evidence {
             doc_id: hit.doc_id.clone(),
@@ -224,6 +233,17 @@ fn candidate(reading: &PassageReading, rank: usize, answer: &Answer) -> Candidat
             start: hit.span.char_start + answer.start,
             end: hit.span.char_start + answer.end,
         },
+    }
+}
+
+/// A span of probability `span` against its passage's no-answer score `null`: `span / (span +
+/// null)`, 0 when both are 0. See the module documentation for why answers from different
+/// passages are compared on this and not on `span`.
+pub fn answer_score(span: f64, null: f64) -> f64 {
+    if span + null > 0.0 {
+        span / (span + null)
+    } else {
+        0.0
     }
 }
 
@@ -347,15 +367,17 @@ mod tests {
         ];
         let plain = aggregate(&readings, &how(false, false));
         assert_eq!(texts(&plain), ["the Broncos", "Panthers"]);
-        assert_eq!(plain.candidates[0].score, 0.4);
+        assert_eq!(plain.candidates[0].score, answer_score(0.4, 0.01));
+        assert_eq!(plain.candidates[0].reader_score, 0.4);
         assert_eq!(plain.candidates[0].passages, 2);
         // The evidence is the best occurrence: "Panthers" at 0.35 in the second passage.
         assert_eq!(plain.candidates[1].evidence.doc_id, "b");
         assert_eq!(plain.candidates[1].evidence.rank, 2);
         let voted = aggregate(&readings, &how(true, false));
         assert_eq!(texts(&voted), ["the Broncos", "Panthers"]);
-        assert!((voted.candidates[0].score - 0.7).abs() < 1e-12);
-        assert!((voted.candidates[1].score - 0.65).abs() < 1e-12);
+        let sum = |a: f64, b: f64| answer_score(a, 0.01) + answer_score(b, 0.01);
+        assert!((voted.candidates[0].score - sum(0.4, 0.3)).abs() < 1e-12);
+        assert!((voted.candidates[1].score - sum(0.3, 0.35)).abs() < 1e-12);
     }
 
     #[test]
@@ -370,7 +392,22 @@ mod tests {
         let voted = aggregate(&readings, &how(true, false));
         assert_eq!(voted.candidates[0].text, "Treaty of Paris");
         assert_eq!(voted.candidates[0].passages, 2);
-        assert!((voted.candidates[0].score - 0.6).abs() < 1e-12);
+        assert!((voted.candidates[0].score - 2.0 * answer_score(0.3, 0.01)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn spans_are_compared_against_their_own_passages_no_answer_score() {
+        // The distractor's span is likelier within its passage, but the reader puts even more
+        // on "no answer" there; the other passage's span beats its null score by far.
+        let readings = [
+            reading("distractor", None, 0.5, &[("Panthers", 0.45)]),
+            reading("gold", None, 0.001, &[("Broncos", 0.3)]),
+        ];
+        let v = aggregate(&readings, &how(false, false));
+        assert_eq!(texts(&v), ["Broncos", "Panthers"]);
+        assert_eq!(v.candidates[0].evidence.doc_id, "gold");
+        assert!((v.na_prob - 0.001 / 0.301).abs() < 1e-12);
+        assert_eq!(answer_score(0.0, 0.0), 0.0);
     }
 
     #[test]
@@ -420,19 +457,19 @@ mod tests {
     #[test]
     fn prefer_recent_breaks_near_ties_only() {
         let readings = [
-            reading("old", Some("2019-05-01"), 0.01, &[("Alice", 0.50)]),
-            reading("new", Some("2024-01-15"), 0.01, &[("Bob", 0.46)]),
-            reading("newest", Some("2025-01-01"), 0.01, &[("Carol", 0.40)]),
+            reading("old", Some("2019-05-01"), 0.5, &[("Alice", 0.50)]),
+            reading("new", Some("2024-01-15"), 0.5, &[("Bob", 0.46)]),
+            reading("newest", Some("2025-01-01"), 0.5, &[("Carol", 0.40)]),
         ];
         let v = aggregate(&readings, &how(false, true));
-        // Carol is newest but 20% below the best: not a near tie.
+        // Scores 0.5, 0.479, 0.444: Carol is newest but 11% below the best, not a near tie.
         assert_eq!(texts(&v), ["Bob", "Alice", "Carol"]);
         assert!(v.reordered_by_date);
         let v = aggregate(&readings, &how(false, false));
         assert_eq!(texts(&v), ["Alice", "Bob", "Carol"]);
         let undated = [
-            reading("old", Some("2019"), 0.01, &[("Alice", 0.50)]),
-            reading("new", None, 0.01, &[("Bob", 0.49)]),
+            reading("old", Some("2019"), 0.5, &[("Alice", 0.50)]),
+            reading("new", None, 0.5, &[("Bob", 0.49)]),
         ];
         assert!(!aggregate(&undated, &how(false, true)).reordered_by_date);
     }

@@ -29,7 +29,7 @@ pub mod aggregate;
 pub mod calibration;
 pub mod error;
 
-pub use aggregate::{Abstention, Aggregation, Candidate, Evidence, PassageReading};
+pub use aggregate::{answer_score, Abstention, Aggregation, Candidate, Evidence, PassageReading};
 pub use calibration::{Calibration, DEFAULT_THRESHOLD};
 pub use error::{Error, Result};
 

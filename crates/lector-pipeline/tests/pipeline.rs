@@ -5,7 +5,9 @@ use lector_eval::normalize::normalize_answer;
 use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::{Index, IndexSettings, IndexWriter, Mode, SearchOptions};
 use lector_pipeline::calibration::{curve, Target};
-use lector_pipeline::{Abstention, AskOptions, Calibration, Error, Pipeline, Response};
+use lector_pipeline::{
+    answer_score, Abstention, AskOptions, Calibration, Error, Pipeline, Response,
+};
 use lector_reader::Reader;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -153,13 +155,14 @@ fn voting_merges_answers_that_normalise_alike() {
             .collect();
         for (i, key) in keys.iter().enumerate() {
             assert!(!keys[..i].contains(key), "`{key}` appears twice");
-            // The candidate's score is the sum over every span that normalises to it.
+            // The candidate's score is the sum over every span that normalises to it, each
+            // against its passage's no-answer score.
             let sum: f64 = r
                 .passages
                 .iter()
-                .flat_map(|p| &p.answers)
-                .filter(|a| normalize_answer(&a.answer) == *key)
-                .map(|a| a.score)
+                .flat_map(|p| p.answers.iter().map(|a| (a, p.null_score)))
+                .filter(|(a, _)| normalize_answer(&a.answer) == *key)
+                .map(|(a, null)| answer_score(a.score, null))
                 .sum();
             assert!((r.candidates[i].score - sum).abs() < 1e-9);
         }

@@ -24,7 +24,7 @@ use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore, Squad
 use lector_eval::stats::{self, Bootstrap};
 use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::{IndexSettings, IndexWriter, Mode, SearchOptions};
-use lector_pipeline::{AskOptions, Pipeline, Response};
+use lector_pipeline::{AskOptions, PassageReading, Pipeline, Response};
 use lector_reader::{Query, ReadParams};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -511,6 +511,7 @@ fn per_question(results: &Results) -> Vec<Value> {
                 "f1": e2e.f1,
                 "first_hit": results.recall.queries[i].first_hit,
                 "outcome": results.outcomes[i],
+                "passages": r.passages.iter().map(passage_summary).collect::<Vec<_>>(),
             });
             if let Some(gold) = &results.gold {
                 row["reader_prediction"] = gold[i].prediction.clone().into();
@@ -520,6 +521,18 @@ fn per_question(results: &Results) -> Vec<Value> {
             row
         })
         .collect()
+}
+
+/// A read passage without its text: where it ranked, how retrieval and the reader scored it.
+fn passage_summary(reading: &PassageReading) -> Value {
+    json!({
+        "doc_id": reading.hit.doc_id,
+        "passage": reading.hit.passage,
+        "retrieval_score": reading.hit.score,
+        "null_score": reading.null_score,
+        "na_prob": reading.na_prob,
+        "answers": reading.answers,
+    })
 }
 
 fn html_report(

@@ -137,8 +137,10 @@ fn print_response(r: &Response) {
             let e = &a.evidence;
             println!("answer: {}", a.text);
             println!(
-                "score {:.4}, no-answer probability {} (threshold {}, {rule}){}",
+                "score {:.4} (span probability {:.4} against its passage's no-answer score), \
+                 no-answer probability {} (threshold {}, {rule}){}",
                 a.score,
+                a.reader_score,
                 fmt_prob(r.na_prob),
                 fmt_prob(r.threshold),
                 if r.reordered_by_date {
@@ -176,6 +178,7 @@ fn print_response(r: &Response) {
             vec![
                 (i + 1).to_string(),
                 format!("{:.4}", c.score),
+                format!("{:.4}", c.reader_score),
                 c.passages.to_string(),
                 c.evidence.doc_id.clone(),
                 c.text.clone(),
@@ -190,7 +193,10 @@ fn print_response(r: &Response) {
             "candidates:"
         };
         println!("{heading}");
-        print_table(&["rank", "score", "passages", "doc id", "answer"], &runners);
+        print_table(
+            &["rank", "score", "span p", "passages", "doc id", "answer"],
+            &runners,
+        );
     }
 }
 

@@ -6,6 +6,7 @@ use crate::config::{Activation, Config};
 use crate::encoder::Packed;
 use crate::kernels;
 use crate::matmul::{matmul, Threads, View};
+use crate::packed_gemm::PackedWeights;
 use crate::Inputs;
 use candle_core::{Result, Tensor};
 use candle_nn::VarBuilder;
@@ -16,9 +17,10 @@ fn values(t: &Tensor) -> Result<Vec<f32>> {
 }
 
 /// A dense layer with its weight stored transposed, `(in, out)` row-major, so the forward pass
-/// is one plain GEMM.
+/// is one plain GEMM; also packed for lector's own kernel where the CPU and shape allow.
 pub(crate) struct Linear {
     weight_t: Vec<f32>,
+    packed: Option<PackedWeights>,
     bias: Vec<f32>,
 }
 
@@ -32,8 +34,11 @@ impl Linear {
 
     /// `weight` is `(out, in)` as PyTorch stores it.
     fn from_parts(weight: &Tensor, bias: &Tensor) -> Result<Self> {
+        let (out_dim, in_dim) = weight.dims2()?;
+        let weight_t = values(&weight.t()?)?;
         Ok(Self {
-            weight_t: values(&weight.t()?)?,
+            packed: PackedWeights::pack(&weight_t, in_dim, out_dim),
+            weight_t,
             bias: values(bias)?,
         })
     }
@@ -68,6 +73,9 @@ impl Linear {
     }
 
     fn accumulate(&self, xs: &[f32], out: &mut [f32], threads: Threads) {
+        if let (Some(packed), Threads::One) = (&self.packed, threads) {
+            return packed.accumulate(xs, out);
+        }
         let (n, k) = (self.out_dim(), self.weight_t.len() / self.out_dim());
         let rows = out.len() / n;
         let w = View::rows(&self.weight_t, k, n);

@@ -21,6 +21,7 @@ pub mod hub;
 mod kernels;
 mod layers;
 mod matmul;
+mod packed_gemm;
 pub mod qa;
 pub mod registry;
 mod roberta;

@@ -72,6 +72,55 @@ def load(oha_bin, url, clients, requests, nice):
     sys.exit(f"oha failed: {out.stderr}")
 
 
+def load_python(url, clients, requests):
+    """The same load from Python threads (one keep-alive connection each), in oha's report shape."""
+    import http.client
+    import threading
+    from urllib.parse import urlparse
+
+    body = json.dumps({"question": QUESTION, "k": 5})
+    target = urlparse(url)
+    latencies, codes, errors = [], {}, {}
+    lock = threading.Lock()
+    todo = iter(range(requests))
+
+    def client():
+        conn = http.client.HTTPConnection(target.hostname, target.port, timeout=600)
+        while True:
+            with lock:
+                if next(todo, None) is None:
+                    return
+            start = time.perf_counter()
+            try:
+                conn.request("POST", target.path, body, {"Content-Type": "application/json"})
+                response = conn.getresponse()
+                response.read()
+                key, bucket = str(response.status), codes
+            except OSError as err:
+                conn.close()
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=600)
+                key, bucket = type(err).__name__, errors
+            with lock:
+                latencies.append(time.perf_counter() - start)
+                bucket[key] = bucket.get(key, 0) + 1
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - start
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+    return {
+        "summary": {"slowest": latencies[-1], "requestsPerSec": len(latencies) / seconds},
+        "latencyPercentiles": {"p50": pick(0.50), "p95": pick(0.95)},
+        "statusCodeDistribution": codes,
+        "errorDistribution": errors,
+    }
+
+
 def row(clients, report):
     summary = report["summary"]
     pct = report["latencyPercentiles"]
@@ -99,13 +148,16 @@ def main():
                     help="requests per level = max(20, clients x this)")
     ap.add_argument("--nice", action="store_true", help="run the server and oha under nice -n 19")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--client", choices=["oha", "python"], default="oha",
+                    help="load generator: oha (installed if missing) or Python threads")
     args = ap.parse_args()
     nice = ["nice", "-n", "19"] if args.nice else []
 
     run(nice + ["cargo", "build", "--release", "--locked", "-p", "lector-cli"], cwd=ROOT)
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     lector = target / "release" / "lector"
-    oha_bin = oha(nice)
+    oha_bin = oha(nice) if args.client == "oha" else None
+    send = (lambda c, n: load(oha_bin, url, c, n, nice)) if oha_bin else (lambda c, n: load_python(url, c, n))
 
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"
@@ -113,22 +165,22 @@ def main():
              "--index", str(index)], stdout=subprocess.DEVNULL)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
+        url = base + "/v1/ask"
         server = subprocess.Popen(nice + [str(lector), "serve", "--index", str(index),
                                           "--addr", f"127.0.0.1:{port}"])
         try:
             wait_healthy(base, server)
-            url = base + "/v1/ask"
-            load(oha_bin, url, 1, 3, nice)  # warm-up
+            send(1, 3)  # warm-up
             rows = []
             for clients in (int(c) for c in args.concurrency.split(",")):
                 requests = max(20, clients * args.requests_per_client)
-                rows.append(row(clients, load(oha_bin, url, clients, requests, nice)))
+                rows.append(row(clients, send(clients, requests)))
                 print(f"{clients} clients done: {rows[-1]}", file=sys.stderr)
         finally:
             server.terminate()
             server.wait(timeout=60)
 
-    print(f"cpus: {os.cpu_count()}, load average before the last level: {os.getloadavg()}")
+    print(f"client: {args.client}; cpus: {os.cpu_count()}; load average after the run: {os.getloadavg()}")
     print()
     print("| clients | requests | p50 ms | p95 ms | max ms | requests/s | non-200 | client errors |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -9,6 +9,7 @@ mod index;
 mod models;
 mod read;
 mod search;
+mod serve;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +48,8 @@ enum Command {
     Ask(ask::AskArgs),
     /// Choose the no-answer threshold on SQuAD v2.0 data and store it with the index.
     Calibrate(calibrate::CalibrateArgs),
+    /// Serve the HTTP API and the web page: ask, search, add and remove documents.
+    Serve(serve::ServeArgs),
 }
 
 fn main() {
@@ -59,6 +62,7 @@ fn main() {
         Command::Search(args) => search::run(args),
         Command::Ask(args) => ask::run(args),
         Command::Calibrate(args) => calibrate::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -89,6 +89,22 @@ pub struct DocumentRef<'a> {
     pub passages: Vec<Span>,
 }
 
+/// A clone is a second handle on the same commit: segments and vectors are shared, not copied
+/// (a server hands the writer's fresh commit to its readers this way, without reloading).
+impl Clone for Index {
+    fn clone(&self) -> Self {
+        Index {
+            dir: self.dir.clone(),
+            manifest: self.manifest.clone(),
+            segments: self.segments.clone(),
+            ids: self.ids.clone(),
+            analyzer: Analyzer::new(self.analyzer.config()),
+            live_passages: self.live_passages,
+            total_len: self.total_len,
+        }
+    }
+}
+
 impl Index {
     /// Opens the last complete commit of the index at `dir`.
     pub fn open(dir: impl AsRef<Path>) -> Result<Index> {

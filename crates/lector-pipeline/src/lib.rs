@@ -167,6 +167,11 @@ impl Pipeline {
         &self.index
     }
 
+    /// Replaces the index with another snapshot (e.g. a writer's new commit); returns the old one.
+    pub fn set_index(&mut self, index: Index) -> Index {
+        std::mem::replace(&mut self.index, index)
+    }
+
     /// The reader.
     pub fn reader(&self) -> &Reader {
         &self.reader

@@ -1,0 +1,164 @@
+//! `lector serve`: the HTTP API and web page over an index (see the lector-server crate).
+
+use crate::embedder::{self, IndexEmbedder};
+use crate::index::IndexDir;
+use crate::search::RetrievalOptions;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use lector_index::{Embedder, Index, IndexSettings, IndexWriter};
+use lector_pipeline::{Calibration, Pipeline};
+use lector_reader::Reader;
+use lector_server::{AppState, Config, Limits, SharedEmbedder};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    dir: IndexDir,
+    /// Address to listen on (port 0: any free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Require `Authorization: Bearer KEY` on every route but /healthz and the page
+    /// [default: $LECTOR_API_KEY; none: no authentication].
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
+    /// Serve without taking the index's writer lock: document writes get 403, and
+    /// `lector index add` can update the index meanwhile (restart to see its commits).
+    #[arg(long)]
+    read_only: bool,
+    /// Largest POST /v1/ask body, in bytes.
+    #[arg(long, default_value_t = lector_server::limit::DEFAULT_MAX_ASK_BYTES)]
+    max_ask_bytes: usize,
+    /// Largest POST /v1/documents body, in bytes.
+    #[arg(long, default_value_t = lector_server::limit::DEFAULT_MAX_DOCUMENTS_BYTES)]
+    max_documents_bytes: usize,
+    /// Longest a request may wait for a worker and run, in seconds (504 beyond).
+    #[arg(long, default_value_t = lector_server::limit::DEFAULT_TIMEOUT.as_secs_f64())]
+    timeout_secs: f64,
+    /// Asks, searches and document writes running at once [default: the number of CPUs].
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Requests allowed to wait for a worker (503 beyond).
+    #[arg(long, default_value_t = lector_server::limit::DEFAULT_MAX_QUEUED)]
+    queue: usize,
+    #[command(flatten)]
+    retrieval: RetrievalOptions,
+    /// Reader checkpoint directory [default: $LECTOR_READER, else the shipped models/reader-minilm-squad].
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
+}
+
+pub fn run(args: ServeArgs) -> Result<()> {
+    let dir = args.dir.path();
+    let writer = match args.read_only {
+        true => None,
+        false => Some(open_writer(&dir)?),
+    };
+    let index = match &writer {
+        Some(w) => w.committed().clone(),
+        None => Index::open(&dir)?,
+    };
+    let (search, query_embedder) = args.retrieval.resolve(&index)?;
+    let embedder: Option<Arc<dyn Embedder>> = match query_embedder {
+        Some(e) => Some(Arc::new(e)),
+        // A dense index served with BM25 by default still embeds new documents and dense requests.
+        None => embedder::for_index(&index, args.retrieval.embedder.as_deref())?
+            .map(|e: IndexEmbedder| Arc::new(e) as Arc<dyn Embedder>),
+    };
+    let pipeline = open_pipeline(index, args.model.as_deref(), embedder.clone())?;
+    let config = Config {
+        api_key: api_key(args.api_key.clone()),
+        search,
+        limits: limits(&args)?,
+    };
+    warn_if_exposed(args.addr, config.api_key.is_some());
+    let stats = pipeline.index().stats();
+    let state = Arc::new(AppState::new(pipeline, writer, embedder, config)?);
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.addr))?;
+        let addr = listener.local_addr()?;
+        println!(
+            "serving {} ({} documents, {} passages, generation {}) at http://{addr}/{}",
+            dir.display(),
+            stats.documents,
+            stats.passages,
+            stats.generation,
+            if args.read_only { " (read-only)" } else { "" }
+        );
+        let done = lector_server::serve(listener, state, lector_server::shutdown_signal()).await?;
+        match done {
+            Some(info) => println!(
+                "shut down; index committed at generation {} ({} documents)",
+                info.generation, info.documents
+            ),
+            None => println!("shut down"),
+        }
+        anyhow::Ok(())
+    })
+}
+
+/// The index's writer; a missing index is created empty (documents come over HTTP).
+fn open_writer(dir: &std::path::Path) -> Result<IndexWriter> {
+    match IndexWriter::open(dir) {
+        Err(lector_index::Error::NoIndex { .. }) => {
+            let writer = IndexWriter::open_or_create(dir, IndexSettings::default())?;
+            eprintln!("created an empty index at {}", dir.display());
+            Ok(writer)
+        }
+        opened => Ok(opened?),
+    }
+}
+
+fn open_pipeline(
+    index: Index,
+    model: Option<&std::path::Path>,
+    embedder: Option<Arc<dyn Embedder>>,
+) -> Result<Pipeline> {
+    let calibration = Calibration::load(index.dir())?;
+    let reader_dir = lector_models::registry::resolve_reader(model)?;
+    let reader = Reader::load(&reader_dir)
+        .with_context(|| format!("loading the reader from {}", reader_dir.display()))?;
+    let mut pipeline = Pipeline::new(index, reader).with_calibration(calibration);
+    if let Some(embedder) = embedder {
+        pipeline = pipeline.with_embedder(Box::new(SharedEmbedder(embedder)));
+    }
+    Ok(pipeline)
+}
+
+/// `--api-key`, else `$LECTOR_API_KEY`; empty means none.
+fn api_key(flag: Option<String>) -> Option<String> {
+    flag.or_else(|| std::env::var("LECTOR_API_KEY").ok())
+        .filter(|k| !k.is_empty())
+}
+
+fn limits(args: &ServeArgs) -> Result<Limits> {
+    if !(args.timeout_secs > 0.0 && args.timeout_secs.is_finite()) {
+        bail!("--timeout-secs must be positive");
+    }
+    if args.workers == Some(0) {
+        bail!("--workers must be at least 1");
+    }
+    Ok(Limits {
+        max_ask_bytes: args.max_ask_bytes,
+        max_documents_bytes: args.max_documents_bytes,
+        timeout: Duration::from_secs_f64(args.timeout_secs),
+        max_running: args
+            .workers
+            .unwrap_or_else(lector_server::limit::default_running),
+        max_queued: args.queue,
+    })
+}
+
+fn warn_if_exposed(addr: SocketAddr, has_key: bool) {
+    if !addr.ip().is_loopback() && !has_key {
+        eprintln!(
+            "warning: listening on {addr}, beyond this machine, without an API key: anyone who can reach it can read and change the index (set --api-key or LECTOR_API_KEY)"
+        );
+    }
+}

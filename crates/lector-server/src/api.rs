@@ -1,0 +1,333 @@
+//! The JSON routes: ask, search, and document writes and reads.
+//!
+//! Bodies are parsed here rather than by axum's `Json` extractor, so every malformed body is a
+//! 400 with serde's message (which names an unknown or missing field and the position), not
+//! a 415 or 422, and a body over the route's limit is a 413, all with a JSON error body.
+
+use crate::error::ApiError;
+use crate::limit::{blocking, MAX_K};
+use crate::state::AppState;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use lector_index::{AddOutcome, Document, Mode, SearchOptions};
+use lector_pipeline::{AskOptions, Response};
+use lector_reader::ReadParams;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Most answers kept per passage.
+pub const MAX_ANSWERS_PER_PASSAGE: usize = 20;
+
+/// The body of `POST /v1/ask`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AskRequest {
+    /// The question.
+    pub question: String,
+    /// Passages to retrieve and read (1 to [`MAX_K`]).
+    #[serde(default = "default_k")]
+    pub k: usize,
+    /// `bm25`, `dense` or `hybrid` [default: the server's].
+    pub mode: Option<String>,
+    /// Add up the scores of answers that normalise to the same text.
+    #[serde(default)]
+    pub vote: bool,
+    /// Among near-tied answers, prefer the newest dated document.
+    #[serde(default)]
+    pub prefer_recent: bool,
+    /// Answers kept per passage (the runner-ups come from these).
+    #[serde(default = "default_answers")]
+    pub answers_per_passage: usize,
+    /// Add the reader's start/end probabilities over the answer's passage (one more reader
+    /// pass over one passage).
+    #[serde(default = "yes")]
+    pub probabilities: bool,
+}
+
+fn default_k() -> usize {
+    5
+}
+
+fn default_answers() -> usize {
+    3
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The query of `GET /v1/search`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// The query.
+    pub q: String,
+    /// Passages to return (1 to [`MAX_K`]).
+    #[serde(default = "default_search_k")]
+    pub k: usize,
+    /// `bm25`, `dense` or `hybrid` [default: the server's].
+    pub mode: Option<String>,
+}
+
+fn default_search_k() -> usize {
+    10
+}
+
+/// A document in the body of `POST /v1/documents`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentIn {
+    pub id: String,
+    pub title: Option<String>,
+    pub text: String,
+    pub date: Option<String>,
+    pub metadata: Option<Value>,
+}
+
+/// Parses a JSON body: 400 with serde's message when it does not fit `T`.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
+}
+
+/// `POST /v1/ask`: the pipeline's response, plus `token_probabilities` (per reader window over
+/// the answer's passage, or the best candidate's when abstaining) unless turned off.
+pub async fn ask(
+    State(state): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let request: AskRequest = parse_json(&body?)?;
+    if request.question.trim().is_empty() {
+        return Err(ApiError::bad_request("the question is empty"));
+    }
+    let options = ask_options(&state, &request)?;
+    let shared = state.clone();
+    let out = state
+        .gate
+        .run(move || answer(&shared, &request, &options))
+        .await?;
+    Ok(Json(out))
+}
+
+fn ask_options(state: &AppState, request: &AskRequest) -> Result<AskOptions, ApiError> {
+    check_k(request.k)?;
+    if !(1..=MAX_ANSWERS_PER_PASSAGE).contains(&request.answers_per_passage) {
+        return Err(ApiError::bad_request(format!(
+            "answers_per_passage must be between 1 and {MAX_ANSWERS_PER_PASSAGE}"
+        )));
+    }
+    Ok(AskOptions {
+        search: Some(search_options(state, request.mode.as_deref())?),
+        k: request.k,
+        vote: request.vote,
+        prefer_recent: request.prefer_recent,
+        read: ReadParams {
+            top_k: request.answers_per_passage,
+            ..ReadParams::default()
+        },
+    })
+}
+
+fn check_k(k: usize) -> Result<(), ApiError> {
+    if (1..=MAX_K).contains(&k) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "k must be between 1 and {MAX_K}"
+        )))
+    }
+}
+
+/// The server's search options with the request's mode.
+fn search_options(state: &AppState, mode: Option<&str>) -> Result<SearchOptions, ApiError> {
+    let mut options = state.config.search.clone();
+    if let Some(mode) = mode {
+        options.mode = mode.parse::<Mode>().map_err(ApiError::bad_request)?;
+    }
+    Ok(options)
+}
+
+fn answer(state: &AppState, request: &AskRequest, options: &AskOptions) -> Result<Value, ApiError> {
+    let pipeline = state.pipeline();
+    let response: Response = pipeline.ask(&request.question, options)?;
+    let mut out = to_json(&response)?;
+    let explained = response.answer.as_ref().or(response.candidates.first());
+    if let (true, Some(candidate)) = (request.probabilities, explained) {
+        let windows = pipeline.token_probabilities(
+            &request.question,
+            &candidate.evidence.passage_text,
+            options,
+        )?;
+        out["token_probabilities"] = to_json(&windows)?;
+    }
+    Ok(out)
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(value).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// `GET /v1/search?q=...&k=10&mode=bm25`: ranked passages with scores and offsets.
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    params: Result<Query<SearchParams>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(params) = params?;
+    if params.q.trim().is_empty() {
+        return Err(ApiError::bad_request("the query `q` is empty"));
+    }
+    check_k(params.k)?;
+    let options = search_options(&state, params.mode.as_deref())?;
+    let shared = state.clone();
+    let out = state
+        .gate
+        .run(move || {
+            let pipeline = shared.pipeline();
+            let hits = pipeline
+                .index()
+                .retriever(&options, shared.embedder())?
+                .retrieve(&params.q, params.k)?;
+            Ok(json!({"query": params.q, "mode": options.mode.name(), "hits": hits}))
+        })
+        .await?;
+    Ok(Json(out))
+}
+
+/// `POST /v1/documents`: adds or replaces one document (a JSON object) or many (an array), in
+/// one commit. Answers only once the commit is on disk: 201 when a document was new, else 200.
+/// The batch is checked first; one invalid document rejects it all.
+pub async fn put_documents(
+    State(state): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let body = body?;
+    let batch: Vec<DocumentIn> = match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => parse_json(&body)?,
+        _ => vec![parse_json(&body)?],
+    };
+    let documents = batch
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| checked(i, d))
+        .collect::<Result<Vec<_>, _>>()?;
+    if documents.is_empty() {
+        return Err(ApiError::bad_request("no documents in the body"));
+    }
+    let shared = state.clone();
+    let (results, info) = state
+        .gate
+        .run(move || {
+            let mut writer = shared.writer()?;
+            let results: Vec<(String, AddOutcome)> = documents
+                .into_iter()
+                .map(|d| (d.id.clone(), writer.writer().add(d)))
+                .collect();
+            let info = writer.commit()?;
+            Ok((results, info))
+        })
+        .await?;
+    let count = |o: AddOutcome| results.iter().filter(|(_, r)| *r == o).count();
+    let added = count(AddOutcome::Added);
+    let status = if added > 0 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let listed: Vec<Value> = results
+        .iter()
+        .map(|(id, outcome)| json!({"id": id, "outcome": outcome_name(*outcome)}))
+        .collect();
+    Ok((
+        status,
+        Json(json!({
+            "added": added,
+            "replaced": count(AddOutcome::Replaced),
+            "unchanged": count(AddOutcome::Unchanged),
+            "generation": info.generation,
+            "documents": info.documents,
+            "results": listed,
+        })),
+    ))
+}
+
+fn outcome_name(outcome: AddOutcome) -> &'static str {
+    match outcome {
+        AddOutcome::Added => "added",
+        AddOutcome::Replaced => "replaced",
+        AddOutcome::Unchanged => "unchanged",
+    }
+}
+
+/// A document with an id and some text, or a 400 naming it by position.
+fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
+    let problem = if doc.id.trim().is_empty() {
+        Some("the id is empty")
+    } else if doc.text.trim().is_empty() {
+        Some("the text is empty")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        return Err(ApiError::bad_request(format!(
+            "document {position} (`{}`): {problem}",
+            doc.id
+        )));
+    }
+    Ok(Document {
+        id: doc.id,
+        title: doc.title,
+        text: doc.text,
+        date: doc.date,
+        metadata: doc.metadata,
+    })
+}
+
+/// `DELETE /v1/documents/{id}`: removes a document and commits; 404 when there is none.
+pub async fn delete_document(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let shared = state.clone();
+    let out = state
+        .gate
+        .run(move || {
+            let mut writer = shared.writer()?;
+            if !writer.writer().remove(&id) {
+                return Err(ApiError::not_found(format!("no document `{id}`")));
+            }
+            let info = writer.commit()?;
+            Ok(json!({"deleted": id, "generation": info.generation, "documents": info.documents}))
+        })
+        .await?;
+    Ok(Json(out))
+}
+
+/// `GET /v1/documents/{id}`: the stored document with its passages' offsets.
+pub async fn get_document(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let out = blocking(move || {
+        let pipeline = state.pipeline();
+        let doc = pipeline
+            .index()
+            .document(&id)
+            .ok_or_else(|| ApiError::not_found(format!("no document `{id}`")))?;
+        let metadata: Option<Value> = doc.metadata.and_then(|m| serde_json::from_str(m).ok());
+        Ok(json!({
+            "id": doc.id,
+            "title": doc.title,
+            "text": doc.text,
+            "date": doc.date,
+            "metadata": metadata,
+            "passages": doc.passages,
+        }))
+    })
+    .await?;
+    Ok(Json(out))
+}

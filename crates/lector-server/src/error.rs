@@ -1,0 +1,127 @@
+//! Errors: [`ApiError`] is what a client sees (a status and a JSON body `{"error": "..."}`);
+//! [`Error`] is what can stop the server itself.
+
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use std::time::Duration;
+
+/// An HTTP error response: the status and a message for the `error` field of the JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// What went wrong, for a person.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status and message.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// 400: the request cannot be served as sent.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+
+    /// 500: a bug or a broken index or model; the details go to the server log too.
+    pub fn internal(message: impl Into<String>) -> Self {
+        let message = message.into();
+        eprintln!("error: {message}");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    /// 503: every worker is busy and the queue is full.
+    pub fn busy(running: usize, queued: usize) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the server is saturated ({running} requests running, {queued} waiting); retry shortly"),
+        )
+    }
+
+    /// 504: the request waited and ran longer than the limit.
+    pub fn timeout(limit: Duration) -> Self {
+        Self::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!(
+                "the request took longer than the limit of {} s (--timeout-secs)",
+                limit.as_secs_f64()
+            ),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(json!({ "error": self.message }))).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+impl From<lector_pipeline::Error> for ApiError {
+    fn from(err: lector_pipeline::Error) -> Self {
+        use lector_pipeline::Error as E;
+        match err {
+            E::EmptyQuestion | E::Options(_) => ApiError::bad_request(err.to_string()),
+            E::Index(err) => err.into(),
+            E::Reader(lector_reader::Error::Params(_)) => ApiError::bad_request(err.to_string()),
+            _ => ApiError::internal(err.to_string()),
+        }
+    }
+}
+
+impl From<lector_index::Error> for ApiError {
+    fn from(err: lector_index::Error) -> Self {
+        match err {
+            // A request the index cannot serve, e.g. dense search of a BM25-only index.
+            lector_index::Error::Config(_) => ApiError::bad_request(err.to_string()),
+            _ => ApiError::internal(err.to_string()),
+        }
+    }
+}
+
+/// A body that could not be read: too large (413) or cut off (400).
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> Self {
+        let status = match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        ApiError::new(status, rejection.body_text())
+    }
+}
+
+/// Query parameters that do not parse, name an unknown field, or miss a required one: 400.
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::bad_request(rejection.body_text())
+    }
+}
+
+/// What can stop the server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Binding or serving the socket failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The final commit at shutdown failed.
+    #[error(transparent)]
+    Index(#[from] lector_index::Error),
+}

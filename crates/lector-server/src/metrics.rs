@@ -1,0 +1,232 @@
+//! Request metrics in the Prometheus text format (version 0.0.4): counts by route, method and
+//! status, a latency histogram per route, server errors, the gate's load and the index's size.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in seconds.
+pub const BUCKETS: [f64; 14] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// A latency histogram: counts per bucket (not cumulative), their sum and count.
+#[derive(Debug, Clone, Default)]
+struct Histogram {
+    buckets: [u64; BUCKETS.len()],
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, seconds: f64) {
+        if let Some(i) = BUCKETS.iter().position(|&le| seconds <= le) {
+            self.buckets[i] += 1;
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    /// (route, method, status) -> requests.
+    requests: BTreeMap<(String, String, u16), u64>,
+    /// route -> latency.
+    latency: BTreeMap<String, Histogram>,
+}
+
+/// The request metrics of one server.
+#[derive(Default)]
+pub struct Metrics {
+    inner: Mutex<Inner>,
+}
+
+/// Gauges sampled when the metrics are rendered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gauges {
+    /// Live documents in the index.
+    pub documents: usize,
+    /// Live passages in the index.
+    pub passages: usize,
+    /// The index's commit generation.
+    pub generation: u64,
+    /// CPU-heavy requests running.
+    pub running: usize,
+    /// CPU-heavy requests waiting for a worker.
+    pub queued: usize,
+}
+
+impl Metrics {
+    /// Records one finished request. `route` is the matched route pattern (e.g.
+    /// `/v1/documents/{id}`), so ids do not multiply the series.
+    pub fn record(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        *inner
+            .requests
+            .entry((route.to_string(), method.to_string(), status))
+            .or_default() += 1;
+        inner
+            .latency
+            .entry(route.to_string())
+            .or_default()
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn render(&self, gauges: Gauges) -> String {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = String::new();
+        header(
+            &mut out,
+            "lector_http_requests_total",
+            "counter",
+            "HTTP requests by route, method and status.",
+        );
+        for ((route, method, status), n) in &inner.requests {
+            let _ = writeln!(
+                out,
+                "lector_http_requests_total{{route=\"{}\",method=\"{method}\",status=\"{status}\"}} {n}",
+                escape(route)
+            );
+        }
+        header(
+            &mut out,
+            "lector_http_errors_total",
+            "counter",
+            "HTTP responses with a 5xx status (server errors, saturation, timeouts), by route.",
+        );
+        let mut errors: BTreeMap<&str, u64> = BTreeMap::new();
+        for ((route, _, status), n) in &inner.requests {
+            if *status >= 500 {
+                *errors.entry(route).or_default() += n;
+            }
+        }
+        for (route, n) in errors {
+            let _ = writeln!(
+                out,
+                "lector_http_errors_total{{route=\"{}\"}} {n}",
+                escape(route)
+            );
+        }
+        header(
+            &mut out,
+            "lector_http_request_duration_seconds",
+            "histogram",
+            "Time from request to response, by route.",
+        );
+        for (route, h) in &inner.latency {
+            histogram(&mut out, &escape(route), h);
+        }
+        gauge(
+            &mut out,
+            "lector_index_documents",
+            "Live documents in the index.",
+            gauges.documents as f64,
+        );
+        gauge(
+            &mut out,
+            "lector_index_passages",
+            "Live passages in the index.",
+            gauges.passages as f64,
+        );
+        gauge(
+            &mut out,
+            "lector_index_generation",
+            "Commit generation of the index being served.",
+            gauges.generation as f64,
+        );
+        gauge(
+            &mut out,
+            "lector_requests_running",
+            "CPU-heavy requests running now.",
+            gauges.running as f64,
+        );
+        gauge(
+            &mut out,
+            "lector_requests_queued",
+            "CPU-heavy requests waiting for a worker now.",
+            gauges.queued as f64,
+        );
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
+    header(out, name, "gauge", help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+fn histogram(out: &mut String, route: &str, h: &Histogram) {
+    let name = "lector_http_request_duration_seconds";
+    let mut cumulative = 0;
+    for (le, n) in BUCKETS.iter().zip(h.buckets) {
+        cumulative += n;
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{route=\"{route}\",le=\"{le}\"}} {cumulative}"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{name}_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
+        h.count
+    );
+    let _ = writeln!(out, "{name}_sum{{route=\"{route}\"}} {}", h.sum);
+    let _ = writeln!(out, "{name}_count{{route=\"{route}\"}} {}", h.count);
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counts_cumulative_buckets_and_gauges() {
+        let metrics = Metrics::default();
+        let ms = Duration::from_millis;
+        metrics.record("/v1/ask", "POST", 200, ms(30));
+        metrics.record("/v1/ask", "POST", 200, ms(700));
+        metrics.record("/v1/ask", "POST", 503, ms(1));
+        let text = metrics.render(Gauges {
+            documents: 10,
+            passages: 16,
+            ..Gauges::default()
+        });
+        for line in [
+            "lector_http_requests_total{route=\"/v1/ask\",method=\"POST\",status=\"200\"} 2",
+            "lector_http_requests_total{route=\"/v1/ask\",method=\"POST\",status=\"503\"} 1",
+            "lector_http_errors_total{route=\"/v1/ask\"} 1",
+            "lector_http_request_duration_seconds_bucket{route=\"/v1/ask\",le=\"0.001\"} 1",
+            "lector_http_request_duration_seconds_bucket{route=\"/v1/ask\",le=\"0.05\"} 2",
+            "lector_http_request_duration_seconds_bucket{route=\"/v1/ask\",le=\"1\"} 3",
+            "lector_http_request_duration_seconds_bucket{route=\"/v1/ask\",le=\"+Inf\"} 3",
+            "lector_http_request_duration_seconds_count{route=\"/v1/ask\"} 3",
+            "lector_index_documents 10",
+            "lector_index_passages 16",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing `{line}` in\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn escapes_label_values() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+}

@@ -1,0 +1,214 @@
+//! What every request shares: the pipeline (index snapshot and reader), the index writer, the
+//! gate, the metrics and the settings.
+
+use crate::error::ApiError;
+use crate::limit::{Gate, Limits};
+use crate::metrics::{Gauges, Metrics};
+use lector_index::{CommitInfo, Embedder, Index, IndexWriter, SearchOptions};
+use lector_pipeline::Pipeline;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+
+/// How the server is set up (everything but the socket).
+#[derive(Clone)]
+pub struct Config {
+    /// Requests must carry `Authorization: Bearer <key>` (all routes but `/healthz` and the
+    /// page, which holds no data and asks for the key).
+    pub api_key: Option<String>,
+    /// Retrieval of requests that name no mode (and BM25 and fusion parameters for all).
+    pub search: SearchOptions,
+    /// Request limits.
+    pub limits: Limits,
+}
+
+/// The shared state of a running server.
+pub struct AppState {
+    /// Read by asks and searches; written only to swap in a new commit.
+    pipeline: RwLock<Pipeline>,
+    /// The single writer of the index; `None` when serving read-only, or after shutdown.
+    writer: Mutex<Option<IndexWriter>>,
+    /// The index's embedder (dense indexes): embeds queries and new passages.
+    embedder: Option<Arc<dyn Embedder>>,
+    /// Admission of CPU-heavy work.
+    pub gate: Gate,
+    /// Request metrics.
+    pub metrics: Metrics,
+    /// The settings.
+    pub config: Config,
+    read_only: bool,
+    documents: AtomicUsize,
+    passages: AtomicUsize,
+    generation: AtomicU64,
+}
+
+impl AppState {
+    /// State serving `pipeline`'s index, written through `writer` (none: read-only). For a dense
+    /// index, `embedder` must be the one the pipeline uses for queries (see [`SharedEmbedder`]);
+    /// the writer gets it too, to embed new passages.
+    pub fn new(
+        pipeline: Pipeline,
+        writer: Option<IndexWriter>,
+        embedder: Option<Arc<dyn Embedder>>,
+        config: Config,
+    ) -> Result<Self, lector_index::Error> {
+        let mut writer = writer;
+        if let (Some(w), Some(e)) = (writer.as_mut(), &embedder) {
+            if w.is_dense() {
+                w.set_embedder(e.clone())?;
+            }
+        }
+        let state = AppState {
+            read_only: writer.is_none(),
+            pipeline: RwLock::new(pipeline),
+            writer: Mutex::new(writer),
+            embedder,
+            gate: Gate::new(config.limits),
+            metrics: Metrics::default(),
+            config,
+            documents: AtomicUsize::new(0),
+            passages: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
+        };
+        state.note_size(&state.pipeline().index().stats());
+        Ok(state)
+    }
+
+    /// The pipeline, for reading (waits while a new commit is being swapped in).
+    pub fn pipeline(&self) -> RwLockReadGuard<'_, Pipeline> {
+        self.pipeline.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The embedder of a dense index.
+    pub fn embedder(&self) -> Option<&dyn Embedder> {
+        self.embedder.as_deref()
+    }
+
+    /// Whether document writes are refused.
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The writer, locked (one write at a time); 403 when serving read-only, 503 after shutdown.
+    pub fn writer(&self) -> Result<WriterGuard<'_>, ApiError> {
+        if self.read_only {
+            return Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "the server is read-only (started with --read-only)",
+            ));
+        }
+        let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            return Err(ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "the server is shutting down",
+            ));
+        }
+        Ok(WriterGuard { guard, state: self })
+    }
+
+    /// Gauges for the metrics.
+    pub fn gauges(&self) -> Gauges {
+        Gauges {
+            documents: self.documents.load(Ordering::Relaxed),
+            passages: self.passages.load(Ordering::Relaxed),
+            generation: self.generation.load(Ordering::Relaxed),
+            running: self.gate.running(),
+            queued: self.gate.queued(),
+        }
+    }
+
+    /// Commits what is staged (nothing, normally: every write commits before it answers) and
+    /// closes the writer, releasing the index lock. Later writes get 503.
+    pub fn shutdown(&self) -> Result<Option<CommitInfo>, lector_index::Error> {
+        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        match guard.take() {
+            Some(mut writer) => writer.commit().map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn note_size(&self, stats: &lector_index::IndexStats) {
+        self.documents.store(stats.documents, Ordering::Relaxed);
+        self.passages.store(stats.passages, Ordering::Relaxed);
+        self.generation.store(stats.generation, Ordering::Relaxed);
+    }
+
+    /// Serves `index` (a new commit) from now on: asks already running finish on the old one.
+    fn publish(&self, index: Index) {
+        let stats = index.stats();
+        let mut pipeline = self.pipeline.write().unwrap_or_else(|e| e.into_inner());
+        pipeline.set_index(index);
+        drop(pipeline);
+        self.note_size(&stats);
+    }
+}
+
+/// The locked writer. [`WriterGuard::commit`] makes staged changes durable and visible.
+pub struct WriterGuard<'a> {
+    guard: MutexGuard<'a, Option<IndexWriter>>,
+    state: &'a AppState,
+}
+
+impl WriterGuard<'_> {
+    /// The writer.
+    pub fn writer(&mut self) -> &mut IndexWriter {
+        self.guard.as_mut().expect("checked when locked")
+    }
+
+    /// Commits (fsync'd on return) and serves the new commit to later requests. When the commit
+    /// fails, the staged changes are dropped (the writer is reopened at the last commit), so a
+    /// failed request never lands with a later one.
+    pub fn commit(&mut self) -> Result<CommitInfo, ApiError> {
+        let writer = self.writer();
+        let info = match writer.commit() {
+            Ok(info) => info,
+            Err(err) => {
+                self.reopen();
+                return Err(err.into());
+            }
+        };
+        let snapshot = self.writer().committed().clone();
+        if snapshot.generation() != self.state.pipeline().index().generation() {
+            self.state.publish(snapshot);
+        }
+        Ok(info)
+    }
+}
+
+impl WriterGuard<'_> {
+    /// Replaces the writer by a fresh one at the last commit; without one (the index cannot be
+    /// opened), later writes get 503.
+    fn reopen(&mut self) {
+        let dir = self.writer().committed().dir().to_path_buf();
+        *self.guard = None; // releases the lock before taking it again
+        let reopened = IndexWriter::open(&dir).and_then(|mut w| {
+            if let (true, Some(e)) = (w.is_dense(), &self.state.embedder) {
+                w.set_embedder(e.clone())?;
+            }
+            Ok(w)
+        });
+        match reopened {
+            Ok(writer) => *self.guard = Some(writer),
+            Err(err) => {
+                eprintln!("error: cannot reopen the index writer, writes are disabled: {err}")
+            }
+        }
+    }
+}
+
+/// An embedder shared by the pipeline (which owns a `Box<dyn Embedder>`) and the writer.
+pub struct SharedEmbedder(pub Arc<dyn Embedder>);
+
+impl Embedder for SharedEmbedder {
+    fn model(&self) -> &str {
+        self.0.model()
+    }
+
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.0.embed(texts)
+    }
+}

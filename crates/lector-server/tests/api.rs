@@ -1,0 +1,512 @@
+//! The server over real HTTP on a loopback port: the shipped reader, a real index on disk of the
+//! bundled sample (the first ten paragraphs of SQuAD v1.1 dev "Super Bowl 50").
+
+use lector_index::ingest::{self, IngestOptions, Item};
+use lector_index::{IndexSettings, IndexWriter, Mode, SearchOptions};
+use lector_pipeline::Pipeline;
+use lector_reader::Reader;
+use lector_server::{AppState, Config, Limits};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A server on a free loopback port; shut down (gracefully) when dropped.
+struct Server {
+    base: String,
+    dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(limits: Limits, api_key: Option<&str>) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+        let walk = ingest::walk(&[workspace().join("samples/squad-v1.1-sample.json")]);
+        for file in &walk.files {
+            ingest::read_file(file, &IngestOptions::default(), &mut |item, _| {
+                if let Item::Document(doc) = item {
+                    writer.add(doc);
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+        writer.commit().unwrap();
+        let index = writer.committed().clone();
+        let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
+        let config = Config {
+            api_key: api_key.map(str::to_string),
+            search: SearchOptions::for_index(&index, Mode::Bm25),
+            limits,
+        };
+        let pipeline = Pipeline::new(index, reader);
+        let state = Arc::new(AppState::new(pipeline, Some(writer), None, config).unwrap());
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            runtime
+                .block_on(lector_server::serve(listener, state, shutdown))
+                .unwrap();
+        });
+        Server {
+            base,
+            dir,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    fn default() -> Server {
+        Server::start(Limits::default(), None)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        call("GET", &self.url(path), None, None)
+    }
+
+    fn post(&self, path: &str, body: &str) -> (u16, String) {
+        call("POST", &self.url(path), Some(body), None)
+    }
+
+    fn delete(&self, path: &str) -> (u16, String) {
+        call("DELETE", &self.url(path), None, None)
+    }
+
+    fn ask(&self, body: Value) -> Value {
+        let (status, text) = self.post("/v1/ask", &body.to_string());
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn metric(&self, line_start: &str) -> Option<f64> {
+        let (_, text) = self.get("/metrics");
+        text.lines()
+            .find_map(|l| l.strip_prefix(line_start))
+            .map(|v| v.trim().parse().unwrap())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// (status, body) of one HTTP/1.1 request over a raw socket.
+fn call(method: &str, url: &str, body: Option<&str>, key: Option<&str>) -> (u16, String) {
+    let (addr, path) = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split_once('/'))
+        .expect("an http URL");
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(600)))
+        .unwrap();
+    let auth = key.map_or(String::new(), |k| format!("Authorization: Bearer {k}\r\n"));
+    let body = body.unwrap_or("");
+    let head = format!(
+        "{method} /{path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    // The server may answer (413) and close before reading a large body: that is fine.
+    let _ = stream.write_all(body.as_bytes());
+    let mut response = Vec::new();
+    if let Err(err) = stream.read_to_end(&mut response) {
+        assert!(!response.is_empty(), "{method} {url}: {err}");
+    }
+    let response = String::from_utf8(response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_string())
+}
+
+/// The `error` of a JSON error body.
+fn error(body: &str) -> String {
+    let value: Value = serde_json::from_str(body).expect("a JSON error body");
+    value["error"]
+        .as_str()
+        .expect("an error message")
+        .to_string()
+}
+
+fn chars(text: &str, start: u64, end: u64) -> String {
+    text.chars()
+        .skip(start as usize)
+        .take((end - start) as usize)
+        .collect()
+}
+
+#[test]
+fn ask_answers_with_evidence_offsets_and_token_probabilities() {
+    let server = Server::default();
+    let out = server.ask(json!({"question": "Which team won Super Bowl 50?", "k": 5}));
+    let answer = &out["answer"];
+    assert!(
+        answer["text"].as_str().unwrap().contains("Broncos"),
+        "{answer}"
+    );
+    assert!(out["abstention"].is_null());
+    let e = &answer["evidence"];
+    // The offsets index the stored document and the passage.
+    let doc_id = e["doc_id"].as_str().unwrap();
+    // Ids are percent-encoded in the path (SQuAD paragraph ids hold a `#`).
+    let (status, doc) = server.get(&format!("/v1/documents/{}", doc_id.replace('#', "%23")));
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&doc).unwrap();
+    let text = doc["text"].as_str().unwrap();
+    let (start, end) = (e["start"].as_u64().unwrap(), e["end"].as_u64().unwrap());
+    assert_eq!(chars(text, start, end), answer["text"].as_str().unwrap());
+    let passage = e["passage_text"].as_str().unwrap();
+    let (ps, pe) = (
+        e["passage_start"].as_u64().unwrap(),
+        e["passage_end"].as_u64().unwrap(),
+    );
+    assert_eq!(chars(passage, ps, pe), answer["text"].as_str().unwrap());
+    assert_eq!(out["passages"].as_array().unwrap().len(), 5);
+    assert!(
+        out["candidates"].as_array().unwrap().len() > 1,
+        "runner-ups"
+    );
+    for stage in ["retrieve_ms", "read_ms", "aggregate_ms"] {
+        assert!(out["timings"][stage].as_f64().unwrap() >= 0.0);
+    }
+    // Start/end probabilities over the answer's passage: distributions peaking on the answer.
+    let windows = out["token_probabilities"].as_array().unwrap();
+    let tokens = windows[0]["tokens"].as_array().unwrap();
+    let sum: f64 = tokens.iter().map(|t| t["p_start"].as_f64().unwrap()).sum();
+    // A distribution over the tokens, shared with the no-answer position.
+    assert!(
+        sum > 0.5 && sum < 1.0 + 1e-3,
+        "start probabilities sum to {sum}"
+    );
+    let best = tokens
+        .iter()
+        .max_by(|a, b| {
+            a["p_start"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["p_start"].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(best["start"].as_u64().unwrap(), ps);
+
+    // Without probabilities, no extra field.
+    let out =
+        server.ask(json!({"question": "Which team won Super Bowl 50?", "probabilities": false}));
+    assert!(out.get("token_probabilities").is_none());
+}
+
+#[test]
+fn abstains_when_no_passage_matches() {
+    let server = Server::default();
+    let out = server.ask(json!({"question": "xylophone quokka zeppelin?"}));
+    assert!(out["answer"].is_null());
+    assert_eq!(out["abstention"], "no_passages");
+    assert!(out["passages"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn search_ranks_passages() {
+    let server = Server::default();
+    let (status, body) = server.get("/v1/search?q=Levi%27s%20Stadium&k=3&mode=bm25");
+    assert_eq!(status, 200, "{body}");
+    let out: Value = serde_json::from_str(&body).unwrap();
+    let hits = out["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 3);
+    assert!(hits[0]["text"].as_str().unwrap().contains("Levi's Stadium"));
+    assert!(hits[0]["score"].as_f64().unwrap() >= hits[1]["score"].as_f64().unwrap());
+    assert_eq!(out["mode"], "bm25");
+}
+
+#[test]
+fn written_documents_are_durable_and_visible_at_once() {
+    let server = Server::default();
+    let doc = json!({"id": "zebra", "title": "Quagga", "text": "The zebra named Quagga lives in Lisbon since 2019.", "date": "2024-05-01", "metadata": {"source": "test"}});
+    let (status, body) = server.post("/v1/documents", &doc.to_string());
+    assert_eq!(status, 201, "{body}");
+    let out: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(out["added"], 1);
+    assert_eq!(out["documents"], 11);
+    // On disk before the answer: a fresh reader of the directory sees it.
+    let index = lector_index::Index::open(server.dir.path()).unwrap();
+    assert_eq!(index.document("zebra").unwrap().text, doc["text"]);
+    // Visible to the next requests.
+    let answer = server.ask(json!({"question": "Where does the zebra named Quagga live?"}));
+    assert_eq!(answer["answer"]["text"], "Lisbon");
+    assert_eq!(answer["answer"]["evidence"]["doc_id"], "zebra");
+    let (status, body) = server.get("/v1/documents/zebra");
+    assert_eq!(status, 200);
+    let stored: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(stored["title"], "Quagga");
+    assert_eq!(stored["metadata"], json!({"source": "test"}));
+    assert_eq!(stored["passages"][0]["char_start"], 0);
+
+    // Same content: unchanged (200); new content: replaced; a batch as an array.
+    let (status, body) = server.post("/v1/documents", &doc.to_string());
+    assert_eq!(
+        (status, error_free(&body)["unchanged"].clone()),
+        (200, json!(1))
+    );
+    let batch = json!([
+        {"id": "zebra", "text": "The zebra named Quagga moved to Porto in 2024."},
+        {"id": "okapi", "text": "The okapi Ruth lives in Antwerp."}
+    ]);
+    let (status, body) = server.post("/v1/documents", &batch.to_string());
+    assert_eq!(status, 201, "{body}");
+    let out = error_free(&body);
+    assert_eq!(
+        (out["replaced"].clone(), out["added"].clone()),
+        (json!(1), json!(1))
+    );
+    let answer = server.ask(json!({"question": "Where does the zebra named Quagga live now?"}));
+    assert_eq!(answer["answer"]["text"], "Porto");
+
+    // Delete: gone from searches, 404 afterwards.
+    let (status, body) = server.delete("/v1/documents/zebra");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(error_free(&body)["documents"], 11);
+    assert_eq!(server.get("/v1/documents/zebra").0, 404);
+    assert_eq!(server.delete("/v1/documents/zebra").0, 404);
+    let (_, body) = server.get("/v1/search?q=zebra%20Quagga");
+    assert!(error_free(&body)["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["doc_id"] != "zebra"));
+    assert_eq!(server.metric("lector_index_documents "), Some(11.0));
+}
+
+fn error_free(body: &str) -> Value {
+    let value: Value = serde_json::from_str(body).unwrap();
+    assert!(value.get("error").is_none(), "{body}");
+    value
+}
+
+#[test]
+fn bad_input_is_400_with_the_reason() {
+    let server = Server::default();
+    let cases: [(&str, &str, &str); 11] = [
+        ("/v1/ask", r#"{"question": "Who won?""#, "EOF while parsing"),
+        ("/v1/ask", "not json", "expected"),
+        (
+            "/v1/ask",
+            r#"{"questio": "Who won?"}"#,
+            "unknown field `questio`",
+        ),
+        ("/v1/ask", r#"{"k": 3}"#, "missing field `question`"),
+        ("/v1/ask", r#"{"question": "   "}"#, "the question is empty"),
+        (
+            "/v1/ask",
+            r#"{"question": "Who won?", "k": 0}"#,
+            "k must be between 1",
+        ),
+        (
+            "/v1/ask",
+            r#"{"question": "Who won?", "k": "five"}"#,
+            "invalid type",
+        ),
+        (
+            "/v1/ask",
+            r#"{"question": "Who won?", "mode": "magic"}"#,
+            "unknown mode `magic`",
+        ),
+        (
+            "/v1/ask",
+            r#"{"question": "Who won?", "mode": "dense"}"#,
+            "no passage vectors",
+        ),
+        (
+            "/v1/documents",
+            r#"{"id": "a", "text": "x", "author": "me"}"#,
+            "unknown field `author`",
+        ),
+        (
+            "/v1/documents",
+            r#"[{"id": "a", "text": "ok"}, {"id": "b", "text": " "}]"#,
+            "document 1 (`b`): the text is empty",
+        ),
+    ];
+    for (path, body, expected) in cases {
+        let (status, text) = server.post(path, body);
+        assert_eq!(status, 400, "{path} {body}: {text}");
+        let message = error(&text);
+        assert!(
+            message.contains(expected),
+            "{body}: `{message}` lacks `{expected}`"
+        );
+    }
+    // The rejected batch wrote nothing.
+    assert_eq!(server.get("/v1/documents/a").0, 404);
+    for query in [
+        "/v1/search",
+        "/v1/search?q=",
+        "/v1/search?q=bowl&size=3",
+        "/v1/search?q=bowl&k=1000",
+    ] {
+        let (status, text) = server.get(query);
+        assert_eq!(status, 400, "{query}: {text}");
+        error(&text);
+    }
+    let (status, text) = server.get("/v1/nothing");
+    assert_eq!(
+        (status, error(&text)),
+        (404, "no route /v1/nothing".to_string())
+    );
+    let (status, text) = server.get("/v1/ask");
+    assert_eq!(status, 405);
+    error(&text);
+}
+
+#[test]
+fn bodies_over_the_limit_are_413() {
+    let limits = Limits {
+        max_ask_bytes: 1024,
+        max_documents_bytes: 4096,
+        ..Limits::default()
+    };
+    let server = Server::start(limits, None);
+    let long = "a".repeat(2000);
+    let (status, text) = server.post("/v1/ask", &json!({"question": long}).to_string());
+    assert_eq!(status, 413, "{text}");
+    assert!(error(&text).contains("length limit"), "{text}");
+    // The same body is fine for documents, a larger one is not.
+    let doc = json!({"id": "long", "text": long}).to_string();
+    assert_eq!(server.post("/v1/documents", &doc).0, 201);
+    let doc = json!({"id": "longer", "text": "b ".repeat(3000)}).to_string();
+    assert_eq!(server.post("/v1/documents", &doc).0, 413);
+}
+
+#[test]
+fn an_api_key_guards_every_route_but_healthz_and_the_page() {
+    let server = Server::start(Limits::default(), Some("s3cret"));
+    let ask = json!({"question": "Who won Super Bowl 50?", "k": 1}).to_string();
+    for key in [None, Some("wrong"), Some("s3cre")] {
+        let (status, text) = call("POST", &server.url("/v1/ask"), Some(&ask), key);
+        assert_eq!(status, 401, "{key:?}");
+        assert!(error(&text).contains("Bearer"));
+        for path in [
+            "/metrics",
+            "/openapi.json",
+            "/v1/documents/x",
+            "/v1/search?q=bowl",
+        ] {
+            assert_eq!(call("GET", &server.url(path), None, key).0, 401, "{path}");
+        }
+    }
+    assert_eq!(
+        call("POST", &server.url("/v1/ask"), Some(&ask), Some("s3cret")).0,
+        200
+    );
+    assert_eq!(
+        call("GET", &server.url("/metrics"), None, Some("s3cret")).0,
+        200
+    );
+    assert_eq!(server.get("/healthz").0, 200);
+    assert_eq!(server.get("/").0, 200);
+}
+
+#[test]
+fn a_full_queue_is_503_and_a_slow_request_504() {
+    let limits = Limits {
+        max_running: 1,
+        max_queued: 0,
+        ..Limits::default()
+    };
+    let server = Server::start(limits, None);
+    let slow = json!({"question": "Who won Super Bowl 50?", "k": 100}).to_string();
+    let url = server.url("/v1/ask");
+    let busy = std::thread::spawn(move || call("POST", &url, Some(&slow), None));
+    let start = Instant::now();
+    while server.metric("lector_requests_running ") != Some(1.0) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the slow ask never ran"
+        );
+        assert!(
+            !busy.is_finished(),
+            "the slow ask finished before the check"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (status, text) = server.post("/v1/ask", r#"{"question": "Who won?"}"#);
+    assert_eq!(status, 503, "{text}");
+    assert!(error(&text).contains("saturated"));
+    assert_eq!(busy.join().unwrap().0, 200);
+    assert!(server.metric("lector_http_errors_total{route=\"/v1/ask\"} ") >= Some(1.0));
+
+    let limits = Limits {
+        timeout: Duration::from_millis(1),
+        ..Limits::default()
+    };
+    let server = Server::start(limits, None);
+    let (status, text) = server.post(
+        "/v1/ask",
+        r#"{"question": "Who won Super Bowl 50?", "k": 20}"#,
+    );
+    assert_eq!(status, 504, "{text}");
+    assert!(error(&text).contains("longer than the limit"));
+}
+
+#[test]
+fn metrics_healthz_openapi_and_the_page() {
+    let server = Server::default();
+    server.ask(
+        json!({"question": "Where was Super Bowl 50 played?", "k": 2, "probabilities": false}),
+    );
+    server.post("/v1/ask", "{");
+    let (status, text) = server.get("/metrics");
+    assert_eq!(status, 200);
+    for expected in [
+        "lector_http_requests_total{route=\"/v1/ask\",method=\"POST\",status=\"200\"} 1",
+        "lector_http_requests_total{route=\"/v1/ask\",method=\"POST\",status=\"400\"} 1",
+        "lector_http_request_duration_seconds_count{route=\"/v1/ask\"} 2",
+        "lector_index_documents 10",
+        "lector_index_passages 16",
+        "lector_requests_queued 0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == expected),
+            "missing `{expected}`:\n{text}"
+        );
+    }
+    assert_eq!(
+        server.get("/healthz"),
+        (200, r#"{"status":"ok"}"#.to_string())
+    );
+    let (status, text) = server.get("/openapi.json");
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert!(doc["paths"]["/v1/ask"]["post"].is_object());
+    let (status, page) = server.get("/");
+    assert_eq!(status, 200);
+    assert!(page.contains("<mark") || page.contains("\"mark\""));
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "no external resources"
+    );
+}

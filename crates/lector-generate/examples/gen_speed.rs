@@ -21,7 +21,9 @@ Bowl title. ";
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let path = args.get(1).ok_or("usage: gen_speed MODEL.gguf [PROMPT_TOKENS] [GENERATED] [REPEATS]")?;
+    let path = args
+        .get(1)
+        .ok_or("usage: gen_speed MODEL.gguf [PROMPT_TOKENS] [GENERATED] [REPEATS]")?;
     let arg = |i: usize, default: usize| args.get(i).map_or(Ok(default), |s| s.parse::<usize>());
     let (prompt_len, generated, repeats) = (arg(2, 256)?, arg(3, 64)?, arg(4, 3)?);
     let gguf = Gguf::open(std::path::Path::new(path))?;

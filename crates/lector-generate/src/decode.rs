@@ -121,7 +121,15 @@ mod tests {
 
     #[test]
     fn stops_before_the_sequence_split_across_tokens() {
-        let (pieces, stop, text) = run(&["END"], &["The answer", "The answer E", "The answer EN", "The answer END!"]);
+        let (pieces, stop, text) = run(
+            &["END"],
+            &[
+                "The answer",
+                "The answer E",
+                "The answer EN",
+                "The answer END!",
+            ],
+        );
         assert_eq!(pieces, ["The answer", " ", "", ""]);
         assert_eq!(stop.as_deref(), Some("END"));
         assert_eq!(text, "The answer ");

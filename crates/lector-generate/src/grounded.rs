@@ -100,7 +100,9 @@ pub fn open_book(
         .collect();
     let budget = generator.context_window();
     let fits = |tokens: usize| tokens + max_new_tokens <= budget;
-    let build = |ranks: &[usize], texts: &[String]| open_messages(question, passages, texts, ranks, &specials);
+    let build = |ranks: &[usize], texts: &[String]| {
+        open_messages(question, passages, texts, ranks, &specials)
+    };
 
     let empty = build(&[], &clean);
     let base = generator.count_tokens(&empty)?;
@@ -193,7 +195,11 @@ fn open_messages(
             .as_deref()
             .map(|t| format!(" (from \"{}\")", sanitize(t, specials)))
             .unwrap_or_default();
-        block.push_str(&format!("[{}]{title}\n\"{}\"\n\n", rank + 1, texts[rank].trim()));
+        block.push_str(&format!(
+            "[{}]{title}\n\"{}\"\n\n",
+            rank + 1,
+            texts[rank].trim()
+        ));
     }
     let user = format!(
         "{OPEN}\n{}{CLOSE}\n\nQuestion: {}\nAnswer with citations:",
@@ -282,7 +288,11 @@ pub struct CheckedAnswer {
 /// with `prompt` `None` (closed book) only the refusal and the short answer are filled in.
 pub fn check(answer: &str, passages: &[Passage], prompt: Option<&OpenBookPrompt>) -> CheckedAnswer {
     let refused = is_refusal(answer);
-    let short_answer = if refused { String::new() } else { short_answer(answer) };
+    let short_answer = if refused {
+        String::new()
+    } else {
+        short_answer(answer)
+    };
     let mut checked = CheckedAnswer {
         text: answer.to_string(),
         short_answer,
@@ -403,7 +413,9 @@ pub fn sentences(text: &str) -> Vec<String> {
         current.push(c);
         let end = matches!(c, '.' | '!' | '?')
             && chars.get(i + 1).is_none_or(|n| n.is_whitespace())
-            && !chars.get(i.wrapping_sub(1)).is_some_and(|p| p.is_ascii_digit())
+            && !chars
+                .get(i.wrapping_sub(1))
+                .is_some_and(|p| p.is_ascii_digit())
             && !chars.get(i + 2).is_some_and(|n| *n == '[');
         if end {
             out.push(std::mem::take(&mut current));
@@ -411,7 +423,11 @@ pub fn sentences(text: &str) -> Vec<String> {
     }
     out.push(current);
     let mut merged: Vec<String> = Vec::new();
-    for s in out.into_iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()) {
+    for s in out
+        .into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+    {
         match merged.last_mut() {
             // A bare citation after the period belongs to the sentence before.
             Some(last) if strip_citations(&s).trim().is_empty() => {
@@ -426,10 +442,46 @@ pub fn sentences(text: &str) -> Vec<String> {
 
 /// English stop words left out of support scores (besides a/an/the, which normalisation drops).
 const STOP_WORDS: [&str; 40] = [
-    "is", "was", "are", "were", "be", "been", "of", "in", "on", "at", "to", "for", "by", "with",
-    "and", "or", "it", "its", "this", "that", "as", "from", "which", "who", "what", "has", "had",
-    "have", "he", "she", "they", "their", "his", "her", "not", "answer", "passage", "passages",
-    "according", "context",
+    "is",
+    "was",
+    "are",
+    "were",
+    "be",
+    "been",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "for",
+    "by",
+    "with",
+    "and",
+    "or",
+    "it",
+    "its",
+    "this",
+    "that",
+    "as",
+    "from",
+    "which",
+    "who",
+    "what",
+    "has",
+    "had",
+    "have",
+    "he",
+    "she",
+    "they",
+    "their",
+    "his",
+    "her",
+    "not",
+    "answer",
+    "passage",
+    "passages",
+    "according",
+    "context",
 ];
 
 /// The fraction of `sentence`'s content words that are in `words`.
@@ -560,13 +612,18 @@ mod tests {
 
     #[test]
     fn refusals_are_recognised_loosely() {
-        assert!(is_refusal("The answer Cannot be determined from the provided context."));
+        assert!(is_refusal(
+            "The answer Cannot be determined from the provided context."
+        ));
         assert!(!is_refusal("Denver Broncos [1]"));
     }
 
     #[test]
     fn short_answers_drop_citations_and_the_period() {
-        assert_eq!(short_answer("The Denver Broncos [1]. They won 24-10."), "The Denver Broncos");
+        assert_eq!(
+            short_answer("The Denver Broncos [1]. They won 24-10."),
+            "The Denver Broncos"
+        );
     }
 
     #[test]
@@ -578,9 +635,10 @@ mod tests {
 
     #[test]
     fn support_counts_content_words_in_cited_passages() {
-        let words: HashSet<String> = normalized_tokens("The Broncos beat the Panthers 24-10 in Santa Clara.")
-            .into_iter()
-            .collect();
+        let words: HashSet<String> =
+            normalized_tokens("The Broncos beat the Panthers 24-10 in Santa Clara.")
+                .into_iter()
+                .collect();
         assert_eq!(support("The Broncos won [1].", &words), 0.5);
         assert_eq!(support("The Broncos beat the Panthers.", &words), 1.0);
         assert_eq!(support("It was raining in Seattle.", &words), 0.0);

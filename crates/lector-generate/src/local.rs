@@ -113,9 +113,13 @@ impl LocalGenerator {
                 temperature,
                 top_p,
                 seed,
-            } if top_p < 1.0 => {
-                LogitsProcessor::from_sampling(seed, Sampling::TopP { p: top_p, temperature })
-            }
+            } if top_p < 1.0 => LogitsProcessor::from_sampling(
+                seed,
+                Sampling::TopP {
+                    p: top_p,
+                    temperature,
+                },
+            ),
             Decoding::Sample {
                 temperature, seed, ..
             } => LogitsProcessor::from_sampling(seed, Sampling::All { temperature }),
@@ -123,7 +127,10 @@ impl LocalGenerator {
         };
         let start = Instant::now();
         let mut cache = self.model.cache(1, prompt.len() + options.max_new_tokens)?;
-        let mut logits = self.model.forward(&[prompt.clone()], &mut cache)?.squeeze(0)?;
+        let mut logits = self
+            .model
+            .forward(&[prompt.clone()], &mut cache)?
+            .squeeze(0)?;
         let mut timings = Timings {
             prompt_tokens: prompt.len(),
             prompt_ms: ms(start),
@@ -192,9 +199,8 @@ impl LocalGenerator {
             ..Timings::default()
         };
         let start = Instant::now();
-        let normalised = |h: &Hypothesis| {
-            h.log_prob / (h.tokens.len().max(1) as f64).powf(length_penalty)
-        };
+        let normalised =
+            |h: &Hypothesis| h.log_prob / (h.tokens.len().max(1) as f64).powf(length_penalty);
         let mut live = vec![Hypothesis::default()];
         let mut done: Vec<(Hypothesis, FinishReason)> = Vec::new();
         let mut steps = 0;
@@ -223,14 +229,23 @@ impl LocalGenerator {
                     next.push(h);
                 }
             }
-            let best_live = next.iter().map(normalised).fold(f64::NEG_INFINITY, f64::max);
-            let worst_done = done.iter().map(|(h, _)| normalised(h)).fold(f64::INFINITY, f64::min);
+            let best_live = next
+                .iter()
+                .map(normalised)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let worst_done = done
+                .iter()
+                .map(|(h, _)| normalised(h))
+                .fold(f64::INFINITY, f64::min);
             if next.is_empty() || (done.len() >= width && best_live < worst_done) {
                 break;
             }
             let rows: Vec<u32> = next.iter().map(|h| h.parent as u32).collect();
             cache = cache.select(&rows)?;
-            let inputs: Vec<Vec<u32>> = next.iter().map(|h| vec![*h.tokens.last().unwrap()]).collect();
+            let inputs: Vec<Vec<u32>> = next
+                .iter()
+                .map(|h| vec![*h.tokens.last().unwrap()])
+                .collect();
             logits = self.model.forward(&inputs, &mut cache)?;
             live = next;
         }
@@ -276,11 +291,13 @@ fn top_candidates(
         let mut ids: Vec<u32> = (0..row.len() as u32).collect();
         let n = n.min(ids.len());
         ids.select_nth_unstable_by(n - 1, |&a, &b| row[b as usize].total_cmp(&row[a as usize]));
-        all.extend(
-            ids[..n]
-                .iter()
-                .map(|&t| (parent, t, live[parent].log_prob + f64::from(row[t as usize]))),
-        );
+        all.extend(ids[..n].iter().map(|&t| {
+            (
+                parent,
+                t,
+                live[parent].log_prob + f64::from(row[t as usize]),
+            )
+        }));
     }
     all.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
     all.truncate(n);

@@ -239,7 +239,9 @@ impl Model {
         let batch = tokens.len();
         let seq = tokens.first().map_or(0, Vec::len);
         if seq == 0 || tokens.iter().any(|t| t.len() != seq) {
-            return Err(Error::Invalid("forward needs rows of equal, non-zero length".into()));
+            return Err(Error::Invalid(
+                "forward needs rows of equal, non-zero length".into(),
+            ));
         }
         let pos = cache.len;
         if pos + seq > cache.capacity || pos + seq > self.config.context_length {
@@ -277,14 +279,20 @@ impl Model {
     ) -> Result<Tensor> {
         let c = &self.config;
         let (batch, seq, _) = x.dims3()?;
-        let (mut q, mut k, mut v) = (layer.q.forward(x)?, layer.k.forward(x)?, layer.v.forward(x)?);
+        let (mut q, mut k, mut v) = (
+            layer.q.forward(x)?,
+            layer.k.forward(x)?,
+            layer.v.forward(x)?,
+        );
         if let Some([bq, bk, bv]) = &layer.biases {
             q = q.broadcast_add(bq)?;
             k = k.broadcast_add(bk)?;
             v = v.broadcast_add(bv)?;
         }
         let heads = |t: Tensor, n: usize| -> candle_core::Result<Tensor> {
-            t.reshape((batch, seq, n, c.head_dim))?.transpose(1, 2)?.contiguous()
+            t.reshape((batch, seq, n, c.head_dim))?
+                .transpose(1, 2)?
+                .contiguous()
         };
         let q = self.rope(&heads(q, c.heads)?, pos)?;
         let k = self.rope(&heads(k, c.kv_heads)?, pos)?;

@@ -154,8 +154,8 @@ impl OpenAiGenerator {
                 Err(ureq::Error::Status(code, response))
                     if retryable(code) && attempt < self.config.max_retries =>
                 {
-                    let wait = retry_after(&response)
-                        .unwrap_or(self.config.backoff * 2u32.pow(attempt));
+                    let wait =
+                        retry_after(&response).unwrap_or(self.config.backoff * 2u32.pow(attempt));
                     std::thread::sleep(wait);
                     attempt += 1;
                 }
@@ -166,12 +166,11 @@ impl OpenAiGenerator {
                     } else {
                         String::new()
                     };
-                    return Err(self.error(format!(
-                        "status {code}{tries}: {}",
-                        snippet(&detail)
-                    )));
+                    return Err(self.error(format!("status {code}{tries}: {}", snippet(&detail))));
                 }
-                Err(ureq::Error::Transport(t)) => return Err(self.error(transport_message(&t, &self.config))),
+                Err(ureq::Error::Transport(t)) => {
+                    return Err(self.error(transport_message(&t, &self.config)))
+                }
             }
         }
     }
@@ -222,12 +221,21 @@ fn parse_reply(reply: &str) -> std::result::Result<(String, Option<String>, Valu
     let text = choice
         .pointer("/message/content")
         .and_then(Value::as_str)
-        .ok_or_else(|| format!("no string `choices[0].message.content` in the reply: {}", snippet(reply)))?;
+        .ok_or_else(|| {
+            format!(
+                "no string `choices[0].message.content` in the reply: {}",
+                snippet(reply)
+            )
+        })?;
     let finish = choice
         .get("finish_reason")
         .and_then(Value::as_str)
         .map(str::to_string);
-    Ok((text.to_string(), finish, value.get("usage").cloned().unwrap_or(Value::Null)))
+    Ok((
+        text.to_string(),
+        finish,
+        value.get("usage").cloned().unwrap_or(Value::Null),
+    ))
 }
 
 impl Generator for OpenAiGenerator {
@@ -291,10 +299,14 @@ mod tests {
     #[test]
     fn reply_parsing_names_what_is_missing() {
         assert!(parse_reply("{").unwrap_err().contains("malformed JSON"));
-        assert!(parse_reply("{\"choices\": []}").unwrap_err().contains("choices[0]"));
-        assert!(parse_reply("{\"choices\": [{\"message\": {\"content\": 3}}]}")
+        assert!(parse_reply("{\"choices\": []}")
             .unwrap_err()
-            .contains("content"));
+            .contains("choices[0]"));
+        assert!(
+            parse_reply("{\"choices\": [{\"message\": {\"content\": 3}}]}")
+                .unwrap_err()
+                .contains("content")
+        );
         let (text, finish, _) = parse_reply(
             "{\"choices\": [{\"message\": {\"role\": \"assistant\", \"content\": \"Paris\"}, \"finish_reason\": \"stop\"}]}",
         )

@@ -58,7 +58,10 @@ impl GenerateOptions {
             return bad("a stop sequence is empty".into());
         }
         if !(self.repeat_penalty.is_finite() && self.repeat_penalty > 0.0) {
-            return bad(format!("repeat penalty {} must be positive", self.repeat_penalty));
+            return bad(format!(
+                "repeat penalty {} must be positive",
+                self.repeat_penalty
+            ));
         }
         match self.decoding {
             Decoding::Greedy => Ok(()),

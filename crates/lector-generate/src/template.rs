@@ -25,9 +25,12 @@ impl ChatTemplate {
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", |message: String| -> std::result::Result<String, minijinja::Error> {
-            Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
-        });
+        env.add_function(
+            "raise_exception",
+            |message: String| -> std::result::Result<String, minijinja::Error> {
+                Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+            },
+        );
         env.add_template_owned("chat", source.to_string())
             .map_err(|e| Error::Template(e.to_string()))?;
         Ok(ChatTemplate {

@@ -60,9 +60,7 @@ impl GgufTokenizer {
         let tokens = gguf.strings("tokenizer.ggml.tokens")?;
         let merges = gguf.strings("tokenizer.ggml.merges")?;
         let types = token_types(gguf, tokens.len())?;
-        let pre = gguf
-            .opt_string("tokenizer.ggml.pre")?
-            .unwrap_or("default");
+        let pre = gguf.opt_string("tokenizer.ggml.pre")?.unwrap_or("default");
         let (pre_tokenizer, ignore_merges, nfc) = pre_tokenizer(pre).map_err(fail)?;
 
         let vocab: Vocab = tokens
@@ -175,22 +173,20 @@ fn token_types(gguf: &Gguf, n: usize) -> Result<Vec<i32>> {
     let types = gguf
         .array("tokenizer.ggml.token_type")?
         .iter()
-        .map(|v| v.to_i32().map_err(|e| gguf.error(format!("token type: {e}"))))
+        .map(|v| {
+            v.to_i32()
+                .map_err(|e| gguf.error(format!("token type: {e}")))
+        })
         .collect::<Result<Vec<_>>>()?;
     if types.len() != n {
-        return Err(gguf.error(format!(
-            "{} token types for {n} tokens",
-            types.len()
-        )));
+        return Err(gguf.error(format!("{} token types for {n} tokens", types.len())));
     }
     Ok(types)
 }
 
 /// The pre-tokeniser of llama.cpp's `tokenizer.ggml.pre` value, whether BPE ignores merges for
 /// whole-word vocabulary hits (Llama 3), and whether text is NFC-normalised first (Qwen2).
-pub fn pre_tokenizer(
-    pre: &str,
-) -> std::result::Result<(PreTokenizerWrapper, bool, bool), String> {
+pub fn pre_tokenizer(pre: &str) -> std::result::Result<(PreTokenizerWrapper, bool, bool), String> {
     let byte_level =
         |regex: bool| -> PreTokenizerWrapper { ByteLevel::new(false, true, regex).into() };
     let split = |regex: &str| -> std::result::Result<PreTokenizerWrapper, String> {
@@ -241,7 +237,10 @@ fn end_of_generation(
         "<|end_of_text|>",
         "<end_of_turn>",
     ];
-    let mut set: BTreeSet<u32> = named.iter().filter_map(|t| t.as_ref().map(|t| t.0)).collect();
+    let mut set: BTreeSet<u32> = named
+        .iter()
+        .filter_map(|t| t.as_ref().map(|t| t.0))
+        .collect();
     for (id, (token, &kind)) in tokens.iter().zip(types).enumerate() {
         if kind == CONTROL && END_OF_TURN.contains(token) {
             set.insert(id as u32);

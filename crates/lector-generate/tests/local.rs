@@ -17,7 +17,10 @@ fn options(decoding: Decoding, max_new_tokens: usize) -> GenerateOptions {
     }
 }
 
-fn run(messages: &[Message], options: &GenerateOptions) -> (lector_generate::Generation, Vec<String>) {
+fn run(
+    messages: &[Message],
+    options: &GenerateOptions,
+) -> (lector_generate::Generation, Vec<String>) {
     let mut pieces = Vec::new();
     let generation = generator()
         .generate(messages, options, &mut |p| {
@@ -80,7 +83,11 @@ fn max_new_tokens_and_stop_sequences_end_generation() {
     let (g, pieces) = run(&france(), &stopped);
     assert_eq!(g.finish_reason, FinishReason::Stop(stop.into()));
     assert_eq!(g.text, full.text[..at]);
-    assert_eq!(pieces.concat(), g.text, "the stop sequence is never streamed");
+    assert_eq!(
+        pieces.concat(),
+        g.text,
+        "the stop sequence is never streamed"
+    );
 }
 
 #[test]
@@ -124,23 +131,42 @@ fn beam_search_is_deterministic_and_answers() {
 fn bad_input_is_a_clear_error() {
     let g = generator();
     let err = g
-        .generate(&[Message::user("   ")], &GenerateOptions::default(), &mut |_| ControlFlow::Continue(()))
+        .generate(
+            &[Message::user("   ")],
+            &GenerateOptions::default(),
+            &mut |_| ControlFlow::Continue(()),
+        )
         .unwrap_err();
     assert!(matches!(err, Error::Invalid(_)), "{err}");
     assert!(err.to_string().contains("empty"));
 
     let long = "word ".repeat(9000);
     let err = g
-        .generate(&[Message::user(long)], &options(Decoding::Greedy, 4), &mut |_| ControlFlow::Continue(()))
+        .generate(
+            &[Message::user(long)],
+            &options(Decoding::Greedy, 4),
+            &mut |_| ControlFlow::Continue(()),
+        )
         .unwrap_err();
-    assert!(matches!(err, Error::ContextOverflow { window: 8192, .. }), "{err}");
+    assert!(
+        matches!(err, Error::ContextOverflow { window: 8192, .. }),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_smaller_window_refuses_a_prompt_that_does_not_fit() {
-    let small = LocalGenerator::load(&gguf_path()).unwrap().with_context_window(40);
+    let small = LocalGenerator::load(&gguf_path())
+        .unwrap()
+        .with_context_window(40);
     let err = small
-        .generate(&[Message::user("Tell me about the history of the city of Paris in detail.")], &options(Decoding::Greedy, 16), &mut |_| ControlFlow::Continue(()))
+        .generate(
+            &[Message::user(
+                "Tell me about the history of the city of Paris in detail.",
+            )],
+            &options(Decoding::Greedy, 16),
+            &mut |_| ControlFlow::Continue(()),
+        )
         .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("context window of 40 tokens"), "{text}");
@@ -157,12 +183,17 @@ fn unsupported_architecture_and_non_gguf_files_are_named() {
     drop(file);
     let err = LocalGenerator::load(&path).err().expect("refused");
     let text = err.to_string();
-    assert!(text.contains("unsupported architecture \"mamba\""), "{text}");
+    assert!(
+        text.contains("unsupported architecture \"mamba\""),
+        "{text}"
+    );
 
     let junk = dir.path().join("junk.gguf");
     std::fs::write(&junk, b"not a gguf file at all").unwrap();
     let text = LocalGenerator::load(&junk).err().unwrap().to_string();
     assert!(text.contains("invalid GGUF"), "{text}");
-    let missing = LocalGenerator::load(&dir.path().join("nope.gguf")).err().unwrap();
+    let missing = LocalGenerator::load(&dir.path().join("nope.gguf"))
+        .err()
+        .unwrap();
     assert!(matches!(missing, Error::Io { .. }), "{missing}");
 }

@@ -41,7 +41,9 @@ fn serve(replies: Vec<Reply>) -> Server {
     let log = Arc::clone(&received);
     thread::spawn(move || {
         for reply in replies {
-            let Ok((stream, _)) = listener.accept() else { return };
+            let Ok((stream, _)) = listener.accept() else {
+                return;
+            };
             let log = Arc::clone(&log);
             thread::spawn(move || handle(stream, reply, &log));
         }
@@ -103,12 +105,22 @@ fn client(url: &str) -> OpenAiGenerator {
     OpenAiGenerator::new(config).unwrap()
 }
 
-fn ask(g: &OpenAiGenerator, options: &GenerateOptions) -> Result<(lector_generate::Generation, Vec<String>), Error> {
+fn ask(
+    g: &OpenAiGenerator,
+    options: &GenerateOptions,
+) -> Result<(lector_generate::Generation, Vec<String>), Error> {
     let mut pieces = Vec::new();
-    let out = g.generate(&[Message::system("Be brief."), Message::user("Capital of France?")], options, &mut |p| {
-        pieces.push(p.to_string());
-        ControlFlow::Continue(())
-    })?;
+    let out = g.generate(
+        &[
+            Message::system("Be brief."),
+            Message::user("Capital of France?"),
+        ],
+        options,
+        &mut |p| {
+            pieces.push(p.to_string());
+            ControlFlow::Continue(())
+        },
+    )?;
     Ok((out, pieces))
 }
 
@@ -129,7 +141,10 @@ fn a_completion_is_requested_and_parsed() {
     assert_eq!(g.text, "Paris [1].");
     assert_eq!(pieces, ["Paris [1]."]);
     assert_eq!(g.finish_reason, FinishReason::EndOfText);
-    assert_eq!((g.timings.prompt_tokens, g.timings.generated_tokens), (12, 3));
+    assert_eq!(
+        (g.timings.prompt_tokens, g.timings.generated_tokens),
+        (12, 3)
+    );
     let received = server.received.lock().unwrap();
     let r = &received[0];
     assert_eq!(r.body["model"], "test-model");
@@ -138,7 +153,11 @@ fn a_completion_is_requested_and_parsed() {
     assert_eq!(r.body["seed"], 42);
     assert_eq!(r.body["top_p"], 0.9);
     assert_eq!(r.body["stop"][0], "\n\n");
-    let auth = r.headers.iter().find(|(k, _)| k == "authorization").unwrap();
+    let auth = r
+        .headers
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .unwrap();
     assert_eq!(auth.1, "Bearer sk-test");
 }
 
@@ -155,7 +174,11 @@ fn rate_limits_are_retried_with_backoff() {
     assert_eq!(g.finish_reason, FinishReason::Length);
     assert_eq!(server.received.lock().unwrap().len(), 3);
     // 20 ms, then 40 ms.
-    assert!(start.elapsed() >= Duration::from_millis(60), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() >= Duration::from_millis(60),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -182,8 +205,13 @@ fn server_errors_fail_after_the_last_retry() {
 #[test]
 fn client_errors_are_not_retried() {
     let server = serve(vec![Reply::Json(401, "{\"error\": \"bad key\"}".into())]);
-    let text = ask(&client(&server.url), &GenerateOptions::default()).unwrap_err().to_string();
-    assert!(text.contains("status 401: {\"error\": \"bad key\"}"), "{text}");
+    let text = ask(&client(&server.url), &GenerateOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        text.contains("status 401: {\"error\": \"bad key\"}"),
+        "{text}"
+    );
     assert_eq!(server.received.lock().unwrap().len(), 1);
 }
 
@@ -194,10 +222,14 @@ fn malformed_json_is_a_clear_error() {
         Reply::Json(200, "{\"choices\": []}".into()),
     ]);
     let g = client(&server.url);
-    let text = ask(&g, &GenerateOptions::default()).unwrap_err().to_string();
+    let text = ask(&g, &GenerateOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(text.contains("malformed JSON in the reply"), "{text}");
     assert!(text.contains(&server.url), "names the endpoint: {text}");
-    let text = ask(&g, &GenerateOptions::default()).unwrap_err().to_string();
+    let text = ask(&g, &GenerateOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(text.contains("no `choices[0]`"), "{text}");
 }
 
@@ -208,16 +240,25 @@ fn a_hanging_server_times_out() {
     config.request_timeout = Duration::from_millis(300);
     let g = OpenAiGenerator::new(config).unwrap();
     let start = Instant::now();
-    let text = ask(&g, &GenerateOptions::default()).unwrap_err().to_string();
+    let text = ask(&g, &GenerateOptions::default())
+        .unwrap_err()
+        .to_string();
     let elapsed = start.elapsed();
     assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
-    assert!(text.contains("timed out") || text.contains("timeout"), "{text}");
+    assert!(
+        text.contains("timed out") || text.contains("timeout"),
+        "{text}"
+    );
 }
 
 #[test]
 fn an_unreachable_endpoint_fails_fast() {
     // A port nothing listens on.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let g = client(&format!("http://127.0.0.1:{port}/v1"));
     let err = ask(&g, &GenerateOptions::default()).unwrap_err();
     assert!(matches!(err, Error::Endpoint { .. }), "{err}");
@@ -225,7 +266,10 @@ fn an_unreachable_endpoint_fails_fast() {
 
 #[test]
 fn stop_sequences_are_applied_to_the_reply_and_beams_refused() {
-    let server = serve(vec![Reply::Json(200, completion("Paris.\n\nMore text", "stop"))]);
+    let server = serve(vec![Reply::Json(
+        200,
+        completion("Paris.\n\nMore text", "stop"),
+    )]);
     let options = GenerateOptions {
         stop: vec!["\n\n".into()],
         ..GenerateOptions::default()

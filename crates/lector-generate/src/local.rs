@@ -3,7 +3,7 @@
 use crate::decode::TextStream;
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
-use crate::model::{log_softmax, Cache, Model};
+use crate::model::{log_softmax, Model};
 use crate::options::{Decoding, FinishReason, GenerateOptions, Generation, Timings};
 use crate::template::{ChatTemplate, CHATML};
 use crate::tokenizer::GgufTokenizer;

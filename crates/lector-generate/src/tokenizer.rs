@@ -85,7 +85,9 @@ impl GgufTokenizer {
         tokenizer.with_pre_tokenizer(Some(pre_tokenizer));
         tokenizer.with_decoder(Some(ByteLevelDecoder::default()));
         if nfc {
-            tokenizer.with_normalizer(Some(NFC));
+            tokenizer
+                .with_normalizer(Some(NFC))
+                .map_err(|e| fail(e.to_string()))?;
         }
         let specials: Vec<AddedToken> = tokens
             .iter()
@@ -93,7 +95,9 @@ impl GgufTokenizer {
             .filter(|(_, &t)| t == CONTROL || t == USER_DEFINED)
             .map(|(content, _)| AddedToken::from(content.to_string(), true).normalized(false))
             .collect();
-        tokenizer.add_special_tokens(&specials);
+        tokenizer
+            .add_special_tokens(specials)
+            .map_err(|e| fail(e.to_string()))?;
 
         let special = |key: &str| -> Result<Option<(u32, String)>> {
             Ok(gguf.opt_uint(key)?.and_then(|id| {

@@ -17,7 +17,7 @@ use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use lector_eval::rouge::Rouge;
+use lector_eval::rouge::RougeScorer;
 use lector_eval::squad::{self, Dataset, NoAnswer};
 use lector_generate::grounded::{self, Answered, Passage};
 use lector_reader::{Query, ReadParams, Reader};
@@ -91,7 +91,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         .map(|(q, a)| (q.id.clone(), a.answer.short_answer.clone()))
         .collect();
     let scores = squad::evaluate(&dataset, &shorts, &NoAnswer::default())?.questions;
-    let rouge = Rouge::new(false);
+    let rouge = RougeScorer::new(false);
     let rouge_l = |pred: &str, golds: &[String]| rouge.score(pred, golds).rouge_l.fmeasure;
     let gen_rouge: Vec<f64> = dataset
         .questions

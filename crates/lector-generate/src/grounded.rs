@@ -405,6 +405,8 @@ pub fn strip_citations(text: &str) -> String {
 }
 
 /// The sentences of `text`; citations after a sentence's final punctuation stay with it.
+/// A sentence ends at `.`, `!` or `?` followed by whitespace or the end of the text (so
+/// decimals like 3.5 do not end one).
 pub fn sentences(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut current = String::new();
@@ -412,32 +414,37 @@ pub fn sentences(text: &str) -> Vec<String> {
     for (i, &c) in chars.iter().enumerate() {
         current.push(c);
         let end = matches!(c, '.' | '!' | '?')
-            && chars.get(i + 1).is_none_or(|n| n.is_whitespace())
-            && !chars
-                .get(i.wrapping_sub(1))
-                .is_some_and(|p| p.is_ascii_digit())
-            && !chars.get(i + 2).is_some_and(|n| *n == '[');
+            && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
         if end {
             out.push(std::mem::take(&mut current));
         }
     }
     out.push(current);
     let mut merged: Vec<String> = Vec::new();
-    for s in out
-        .into_iter()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-    {
-        match merged.last_mut() {
-            // A bare citation after the period belongs to the sentence before.
-            Some(last) if strip_citations(&s).trim().is_empty() => {
+    for s in out.into_iter() {
+        let mut rest = s.trim();
+        // Citations at the start of a piece belong to the sentence before ("Paris. [2] Done!").
+        if let Some(last) = merged.last_mut() {
+            while let Some(close) = leading_citation(rest) {
                 last.push(' ');
-                last.push_str(&s);
+                last.push_str(&rest[..close]);
+                rest = rest[close..].trim_start();
             }
-            _ => merged.push(s),
+        }
+        if !rest.is_empty() {
+            merged.push(rest.to_string());
         }
     }
     merged
+}
+
+/// The byte length of a citation (`[2]`, `[1, 3]`) at the start of `text`, if there is one.
+fn leading_citation(text: &str) -> Option<usize> {
+    if !text.starts_with('[') {
+        return None;
+    }
+    let close = text.find(']')? + 1;
+    (!citations(&text[..close]).is_empty()).then_some(close)
 }
 
 /// English stop words left out of support scores (besides a/an/the, which normalisation drops).
@@ -608,6 +615,11 @@ mod tests {
             sentences("It cost 3.5 million [1]. It was in Paris. [2] Done!"),
             ["It cost 3.5 million [1].", "It was in Paris. [2]", "Done!"]
         );
+        assert_eq!(
+            sentences("Denver won in 2015. [1][3] Carolina lost."),
+            ["Denver won in 2015. [1] [3]", "Carolina lost."]
+        );
+        assert_eq!(sentences("No end [2]"), ["No end [2]"]);
     }
 
     #[test]

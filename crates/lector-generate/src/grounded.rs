@@ -413,8 +413,8 @@ pub fn sentences(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
         current.push(c);
-        let end = matches!(c, '.' | '!' | '?')
-            && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
+        let end =
+            matches!(c, '.' | '!' | '?') && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
         if end {
             out.push(std::mem::take(&mut current));
         }

@@ -27,10 +27,20 @@ impl LocalGenerator {
     /// Loads the model, tokenizer and chat template of a GGUF file (the template falls back to
     /// ChatML when the file has none).
     pub fn load(path: &Path) -> Result<Self> {
+        Self::load_with(path, false)
+    }
+
+    /// [`LocalGenerator::load`] with the weights expanded to f32 (see [`Model::load_with`]): the
+    /// exact float computation, for comparisons with a float reference implementation.
+    pub fn load_dequantized(path: &Path) -> Result<Self> {
+        Self::load_with(path, true)
+    }
+
+    fn load_with(path: &Path, dequantize: bool) -> Result<Self> {
         let gguf = Gguf::open(path)?;
         crate::model::Config::from_gguf(&gguf)?; // the architecture first: the clearest error
         let tokenizer = GgufTokenizer::from_gguf(&gguf)?;
-        let model = Model::load(&gguf)?;
+        let model = Model::load_with(&gguf, dequantize)?;
         let source = gguf
             .opt_string("tokenizer.chat_template")?
             .unwrap_or(CHATML)

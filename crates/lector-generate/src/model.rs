@@ -159,8 +159,16 @@ impl Cache {
 }
 
 impl Model {
-    /// Loads the weights of `gguf` onto the CPU.
+    /// Loads the weights of `gguf` onto the CPU (matrix products on the quantized weights).
     pub fn load(gguf: &Gguf) -> Result<Self> {
+        Self::load_with(gguf, false)
+    }
+
+    /// Loads the weights of `gguf`; with `dequantize`, every weight matrix is expanded to f32
+    /// first (4-8 times the memory, slower), so that the products are exact f32 arithmetic on the
+    /// dequantized weights instead of llama.cpp-style products against 8-bit-quantized
+    /// activations. For checking the model against a float reference.
+    pub fn load_with(gguf: &Gguf, dequantize: bool) -> Result<Self> {
         let config = Config::from_gguf(gguf)?;
         let device = Device::Cpu;
         let mut file = File::open(&gguf.path).map_err(crate::error::io_err(&gguf.path))?;
@@ -179,7 +187,7 @@ impl Model {
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
             let mut w = |n: &str| tensor(&format!("blk.{i}.{n}"));
-            let matmul = |t: QTensor| QMatMul::from_qtensor(t);
+            let matmul = |t: QTensor| to_matmul(t, dequantize);
             let biases = match config.architecture {
                 Architecture::Llama => None,
                 Architecture::Qwen2 => Some([
@@ -207,7 +215,7 @@ impl Model {
             embed,
             layers,
             norm,
-            output: QMatMul::from_qtensor(output)?,
+            output: to_matmul(output, dequantize)?,
             cos,
             sin,
             device,
@@ -330,6 +338,15 @@ impl Model {
             Architecture::Qwen2 => candle_nn::rotary_emb::rope(x, &cos, &sin)?,
         })
     }
+}
+
+/// A matrix product with `t`: on the quantized weights, or on their f32 expansion.
+fn to_matmul(t: QTensor, dequantize: bool) -> Result<QMatMul> {
+    Ok(if dequantize {
+        QMatMul::Tensor(t.dequantize(&Device::Cpu)?)
+    } else {
+        QMatMul::from_qtensor(t)?
+    })
 }
 
 /// cos and sin of every position's rotation angles, `(context_length, head_dim / 2)`.

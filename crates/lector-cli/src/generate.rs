@@ -100,7 +100,7 @@ impl GeneratorArgs {
                 beams,
                 length_penalty: self.length_penalty,
             },
-            (None, t) if t == 0.0 => Decoding::Greedy,
+            (None, 0.0) => Decoding::Greedy,
             (None, temperature) => Decoding::Sample {
                 temperature,
                 top_p: self.top_p,

@@ -152,11 +152,14 @@ pub fn open_book(
     })
 }
 
+/// Builds the prompt's messages from the ranks shown and the (cleaned) passage texts.
+type BuildMessages<'a> = dyn Fn(&[usize], &[String]) -> Vec<Message> + 'a;
+
 /// The longest word prefix of the best passage that fits `limit` prompt tokens (binary search).
 fn shorten(
     generator: &dyn Generator,
     clean: &[String],
-    build: &dyn Fn(&[usize], &[String]) -> Vec<Message>,
+    build: &BuildMessages<'_>,
     limit: usize,
 ) -> Result<(Option<String>, usize)> {
     let words: Vec<&str> = clean[0].split_whitespace().collect();

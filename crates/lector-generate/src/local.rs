@@ -139,7 +139,7 @@ impl LocalGenerator {
         let mut cache = self.model.cache(1, prompt.len() + options.max_new_tokens)?;
         let mut logits = self
             .model
-            .forward(&[prompt.clone()], &mut cache)?
+            .forward(std::slice::from_ref(&prompt), &mut cache)?
             .squeeze(0)?;
         let mut timings = Timings {
             prompt_tokens: prompt.len(),
@@ -202,7 +202,9 @@ impl LocalGenerator {
     ) -> Result<Generation> {
         let start = Instant::now();
         let mut cache = self.model.cache(1, prompt.len() + options.max_new_tokens)?;
-        let mut logits = self.model.forward(&[prompt.clone()], &mut cache)?;
+        let mut logits = self
+            .model
+            .forward(std::slice::from_ref(&prompt), &mut cache)?;
         let mut timings = Timings {
             prompt_tokens: prompt.len(),
             prompt_ms: ms(start),

@@ -183,7 +183,9 @@ fn retryable(code: u16) -> bool {
 /// The server's `Retry-After` in seconds, when short enough to honour.
 fn retry_after(response: &ureq::Response) -> Option<Duration> {
     let seconds: f64 = response.header("Retry-After")?.trim().parse().ok()?;
-    (seconds >= 0.0 && seconds < 30.0).then(|| Duration::from_secs_f64(seconds))
+    (0.0..30.0)
+        .contains(&seconds)
+        .then(|| Duration::from_secs_f64(seconds))
 }
 
 fn transport_message(t: &ureq::Transport, config: &OpenAiConfig) -> String {

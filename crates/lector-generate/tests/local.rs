@@ -117,7 +117,7 @@ fn one_beam_without_length_penalty_is_greedy() {
     };
     let (g, pieces) = run(&france(), &options(beam, 10));
     assert_eq!(g.text, greedy.text);
-    assert_eq!(pieces, [g.text.clone()]);
+    assert_eq!(pieces, std::slice::from_ref(&g.text));
 }
 
 #[test]

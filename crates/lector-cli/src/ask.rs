@@ -1,14 +1,19 @@
 //! `lector ask`: retrieve, read and aggregate; the answer with its evidence, or an abstention.
 
+use crate::generate::GeneratorArgs;
 use crate::index::IndexDir;
 use crate::search::RetrievalOptions;
 use crate::table::{fmt_prob, print_table};
 use anyhow::{Context, Result};
 use clap::Args;
+use lector_generate::grounded::Passage;
 use lector_index::{Index, SearchOptions};
 use lector_pipeline::{AskOptions, Calibration, Pipeline, Response};
 use lector_reader::{ReadParams, Reader, WindowProbabilities};
+use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 #[derive(Args)]
 pub struct AskArgs {
@@ -40,11 +45,23 @@ pub struct AskArgs {
     /// Print JSON (answer, evidence, runner-ups, passages, timings) instead of text.
     #[arg(long)]
     json: bool,
+    /// Generate the answer with a language model from the retrieved passages, with citations,
+    /// instead of extracting a span.
+    #[arg(long)]
+    generate: bool,
+    /// With --generate: answer from the model's own knowledge, without retrieval.
+    #[arg(long, requires = "generate")]
+    closed_book: bool,
+    #[command(flatten)]
+    generator: GeneratorArgs,
 }
 
 pub fn run(args: AskArgs) -> Result<()> {
     if args.question.trim().is_empty() {
         anyhow::bail!("the question is empty");
+    }
+    if args.generate {
+        return run_generative(&args);
     }
     let (pipeline, search) =
         open_pipeline(&args.dir.path(), args.model.as_deref(), &args.retrieval)?;
@@ -86,8 +103,72 @@ pub fn run(args: AskArgs) -> Result<()> {
     Ok(())
 }
 
-/// Opens the index (with its calibration) and the reader, warning when the calibration was made
-/// with another reader.
+/// `ask --generate`: retrieve (unless closed book), prompt, generate with streaming, check.
+fn run_generative(args: &AskArgs) -> Result<()> {
+    let options = args.generator.options()?;
+    let (passages, retrieve_ms) = if args.closed_book {
+        (None, 0.0)
+    } else {
+        let start = Instant::now();
+        let passages =
+            retrieve_passages(&args.dir.path(), &args.retrieval, &args.question, args.k)?;
+        (Some(passages), start.elapsed().as_secs_f64() * 1000.0)
+    };
+    let generator = args.generator.load()?;
+    let stream = !args.json;
+    if stream {
+        print!("answer: ");
+    }
+    let answered = lector_generate::grounded::answer(
+        generator.as_ref(),
+        &args.question,
+        passages.as_deref(),
+        &options,
+        &mut |piece| {
+            if stream {
+                print!("{piece}");
+                let _ = std::io::stdout().flush();
+            }
+            ControlFlow::Continue(())
+        },
+    )?;
+    if args.json {
+        let mut out = serde_json::to_value(&answered)?;
+        out["generator"] = generator.name().into();
+        out["timings"]["retrieve_ms"] = retrieve_ms.into();
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!();
+        crate::generate::print_answered(&answered, &generator.name(), retrieve_ms);
+    }
+    Ok(())
+}
+
+/// The top `k` passages for `question` from the index in `dir`.
+fn retrieve_passages(
+    dir: &Path,
+    retrieval: &RetrievalOptions,
+    question: &str,
+    k: usize,
+) -> Result<Vec<Passage>> {
+    if k == 0 {
+        anyhow::bail!("--k must be at least 1");
+    }
+    let index = Index::open(dir)?;
+    let (search, embedder) = retrieval.resolve(&index)?;
+    let embedder = embedder.map(|e| Box::new(e) as Box<dyn lector_index::Embedder>);
+    let retriever = index.retriever(&search, embedder.as_deref())?;
+    Ok(retriever
+        .retrieve(question, k)?
+        .into_iter()
+        .map(|h| Passage {
+            doc_id: h.doc_id,
+            title: h.title,
+            text: h.text,
+        })
+        .collect())
+}
+
 /// The pipeline over `index_dir` (with its calibration and, for dense modes, its embedder) and
 /// the search options `retrieval` asks for.
 pub fn open_pipeline(

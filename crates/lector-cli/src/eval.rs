@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod generative;
 mod odqa;
 mod with_index;
 
@@ -27,6 +28,9 @@ pub enum EvalCommand {
     /// Open-domain QA end to end: index a SQuAD file's paragraphs (or use --index), ask every
     /// question, report retrieval recall, reader and end-to-end EM/F1, and where answers are lost.
     Odqa(odqa::OdqaArgs),
+    /// Generative QA: generated answers (open book on SQuAD gold paragraphs, or closed book)
+    /// scored with EM/F1, ROUGE-L, citations and refusals, beside the extractive reader.
+    Generative(generative::GenerativeArgs),
     /// Compare two systems' per-question scores: difference, paired-bootstrap CI, randomisation p-value.
     Compare(CompareArgs),
 }
@@ -183,6 +187,7 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
         },
         EvalCommand::Compare(args) => compare(args),
         EvalCommand::Odqa(args) => odqa::run(&args),
+        EvalCommand::Generative(args) => generative::run(&args),
     }
 }
 

@@ -5,6 +5,7 @@ mod ask;
 mod calibrate;
 mod embedder;
 mod eval;
+mod generate;
 mod index;
 mod models;
 mod read;

@@ -171,7 +171,7 @@ fn index_paragraphs(path: &Path, dir: &Path, retrieval: &RetrievalOptions) -> Re
 }
 
 /// The answerable questions of a SQuAD file (unanswerable v2.0 questions have nothing to find).
-fn squad_questions(path: &Path, limit: Option<usize>) -> Result<Dataset> {
+pub(super) fn squad_questions(path: &Path, limit: Option<usize>) -> Result<Dataset> {
     let mut dataset = squad::read_dataset(path)?;
     let total = dataset.questions.len();
     dataset.questions.retain(Question::has_answer);
@@ -187,7 +187,7 @@ fn squad_questions(path: &Path, limit: Option<usize>) -> Result<Dataset> {
 }
 
 /// Questions with answers and no paragraph, scored with the SQuAD v1.1 rules.
-fn open_questions(path: &Path, limit: Option<usize>) -> Result<Dataset> {
+pub(super) fn open_questions(path: &Path, limit: Option<usize>) -> Result<Dataset> {
     let queries = super::with_index::read_queries(path)?;
     let empty: Arc<str> = Arc::from("");
     let mut questions: Vec<Question> = queries

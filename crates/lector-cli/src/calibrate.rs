@@ -3,7 +3,7 @@
 
 use crate::ask::reader_name;
 use crate::index::IndexDir;
-use crate::read::run_with_progress;
+use crate::read::{gold_queries, run_with_progress};
 use crate::table::{fmt2, fmt_prob, print_table};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -12,7 +12,7 @@ use lector_eval::squad::{self, Dataset, NoAnswer, SquadVersion};
 use lector_index::Index;
 use lector_pipeline::calibration::{self, Calibration, CurvePoint, Judged, Target};
 use lector_pipeline::DEFAULT_THRESHOLD;
-use lector_reader::{Prediction, Query, ReadParams, Reader};
+use lector_reader::{Prediction, ReadParams, Reader};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -90,14 +90,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
 /// Every question with its gold paragraph; `handle_impossible_answer` makes the reader score the
 /// null answer, and the best span is kept next to it (the threshold decides, not the 0.5 rule).
 fn read_questions(reader: &Reader, dataset: &Dataset) -> Result<Vec<Prediction>> {
-    let queries: Vec<Query> = dataset
-        .questions
-        .iter()
-        .map(|q| Query {
-            question: &q.question,
-            context: &q.context,
-        })
-        .collect();
+    let queries = gold_queries(dataset);
     let params = ReadParams {
         top_k: 2,
         handle_impossible_answer: true,

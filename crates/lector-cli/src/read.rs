@@ -230,6 +230,18 @@ fn read_squad(reader: &Reader, path: &Path, args: &ReadArgs, params: &ReadParams
 }
 
 /// Answers `queries` in one batch behind a progress bar; prints the throughput.
+/// Every question of `dataset` with its gold paragraph as context.
+pub fn gold_queries(dataset: &lector_eval::squad::Dataset) -> Vec<Query<'_>> {
+    dataset
+        .questions
+        .iter()
+        .map(|q| Query {
+            question: &q.question,
+            context: &q.context,
+        })
+        .collect()
+}
+
 pub fn run_with_progress(
     reader: &Reader,
     queries: &[Query],

@@ -12,7 +12,7 @@
 
 use super::odqa::{open_questions, squad_questions};
 use crate::generate::GeneratorArgs;
-use crate::read::run_with_progress;
+use crate::read::{gold_queries, run_with_progress};
 use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -20,7 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lector_eval::rouge::RougeScorer;
 use lector_eval::squad::{self, Dataset, NoAnswer};
 use lector_generate::grounded::{self, Answered, Passage};
-use lector_reader::{Query, ReadParams, Reader};
+use lector_reader::{ReadParams, Reader};
 use serde_json::{json, Value};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -211,14 +211,7 @@ fn read_gold(
     let dir = lector_models::registry::resolve_reader(args.model.as_deref())?;
     let reader =
         Reader::load(&dir).with_context(|| format!("loading the reader from {}", dir.display()))?;
-    let queries: Vec<Query> = dataset
-        .questions
-        .iter()
-        .map(|q| Query {
-            question: &q.question,
-            context: &q.context,
-        })
-        .collect();
+    let queries = gold_queries(dataset);
     let predictions = run_with_progress(&reader, &queries, &ReadParams::default())?;
     let answers: Vec<String> = predictions
         .iter()

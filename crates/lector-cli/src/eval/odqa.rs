@@ -12,7 +12,7 @@
 
 use super::{write_jsonl, Intervals, OutputArgs};
 use crate::ask::open_pipeline;
-use crate::read::run_with_progress;
+use crate::read::{gold_queries, run_with_progress};
 use crate::search::RetrievalOptions;
 use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
@@ -25,7 +25,7 @@ use lector_eval::stats::{self, Bootstrap};
 use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::{IndexSettings, IndexWriter, Mode, SearchOptions};
 use lector_pipeline::{AskOptions, PassageReading, Pipeline, Response};
-use lector_reader::{Query, ReadParams};
+use lector_reader::ReadParams;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
@@ -321,14 +321,7 @@ fn answer_items(dataset: &Dataset, responses: &[Response]) -> Vec<AnswerItem> {
 /// The reader alone on each question's gold paragraph, as `lector read` answers it.
 fn read_gold(pipeline: &Pipeline, dataset: &Dataset) -> Result<Vec<QuestionScore>> {
     eprintln!("reading the gold paragraphs");
-    let queries: Vec<Query> = dataset
-        .questions
-        .iter()
-        .map(|q| Query {
-            question: &q.question,
-            context: &q.context,
-        })
-        .collect();
+    let queries = gold_queries(dataset);
     let predictions = run_with_progress(pipeline.reader(), &queries, &ReadParams::default())?;
     let answers: squad::Predictions = dataset
         .questions

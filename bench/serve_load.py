@@ -3,12 +3,14 @@
 
 Builds the release binary, indexes the bundled sample corpus (BM25) into a temporary directory,
 starts `lector serve` on a free loopback port with its default limits, and runs a bounded load
-with oha (installed into ~/.cache/lector/bin with `cargo install` when missing). Prints a
+with oha (installed into ~/.cache/lector/bin with `cargo install` when missing), wrk (a fixed
+duration per level; Debian's `wrk` package) or Python threads. Prints a
 Markdown table: requests, p50/p95/max latency, throughput, non-200 responses and client errors.
 Every response must be a 200: the server's queue is sized so that a well-behaved load test waits
 rather than being refused.
 
     python3 bench/serve_load.py [--requests-per-client 4] [--concurrency 1,8,32] [--nice]
+    python3 bench/serve_load.py --client wrk [--seconds 30] [--concurrency 1,8,32] [--nice]
 """
 
 import argparse
@@ -70,6 +72,45 @@ def load(oha_bin, url, clients, requests, nice):
         if out.returncode == 0:
             return json.loads(out.stdout)
     sys.exit(f"oha failed: {out.stderr}")
+
+
+WRK_SCRIPT = r"""
+wrk.method = "POST"
+wrk.body = os.getenv("LECTOR_BODY")
+wrk.headers["Content-Type"] = "application/json"
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests": %d, "seconds": %f, "p50": %f, "p95": %f, "max": %f, '
+    .. '"connect": %d, "read": %d, "write": %d, "status": %d, "timeout": %d}\n',
+    summary.requests, summary.duration / 1e6, latency:percentile(50) / 1e6,
+    latency:percentile(95) / 1e6, latency.max / 1e6,
+    e.connect, e.read, e.write, e.status, e.timeout))
+end
+"""
+
+
+def load_wrk(url, clients, seconds, nice):
+    """A fixed-duration load from wrk (one keep-alive connection per client), in oha's report shape;
+    wrk counts non-2xx/3xx responses in `summary.errors.status`, reported here as "other"."""
+    wrk = shutil.which("wrk") or sys.exit("wrk is not installed (Debian: apt-get install wrk)")
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(WRK_SCRIPT)
+    env = dict(os.environ, LECTOR_BODY=json.dumps({"question": QUESTION, "k": 5}))
+    cmd = nice + [wrk, "-t", str(min(clients, 4)), "-c", str(clients), "-d", f"{seconds}s",
+                  "--timeout", "60s", "-s", script.name, url]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    os.unlink(script.name)
+    if out.returncode != 0:
+        sys.exit(f"wrk failed: {out.stderr}")
+    report = json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
+    errors = {k: report[k] for k in ("connect", "read", "write", "timeout") if report[k]}
+    return {
+        "summary": {"slowest": report["max"], "requestsPerSec": report["requests"] / report["seconds"]},
+        "latencyPercentiles": {"p50": report["p50"], "p95": report["p95"]},
+        "statusCodeDistribution": {"200": report["requests"] - report["status"], "other": report["status"]},
+        "errorDistribution": errors,
+    }
 
 
 def load_python(url, clients, requests):
@@ -148,8 +189,9 @@ def main():
                     help="requests per level = max(20, clients x this)")
     ap.add_argument("--nice", action="store_true", help="run the server and oha under nice -n 19")
     ap.add_argument("--json", help="also write the rows to this file")
-    ap.add_argument("--client", choices=["oha", "python"], default="oha",
-                    help="load generator: oha (installed if missing) or Python threads")
+    ap.add_argument("--client", choices=["oha", "wrk", "python"], default="oha",
+                    help="load generator: oha (installed if missing), wrk or Python threads")
+    ap.add_argument("--seconds", type=int, default=30, help="wrk: seconds per concurrency level")
     args = ap.parse_args()
     nice = ["nice", "-n", "19"] if args.nice else []
 
@@ -157,7 +199,12 @@ def main():
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     lector = target / "release" / "lector"
     oha_bin = oha(nice) if args.client == "oha" else None
-    send = (lambda c, n: load(oha_bin, url, c, n, nice)) if oha_bin else (lambda c, n: load_python(url, c, n))
+    if args.client == "oha":
+        send = lambda c, n: load(oha_bin, url, c, n, nice)
+    elif args.client == "wrk":
+        send = lambda c, n: load_wrk(url, c, args.seconds, nice) if n > 3 else load_python(url, c, n)
+    else:
+        send = lambda c, n: load_python(url, c, n)
 
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"

@@ -252,3 +252,79 @@ fn the_web_page_answers_in_headless_chromium() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+/// The sample indexed with passage vectors (all-MiniLM-L6-v2, fetched into the cache if missing).
+fn dense_index(dir: &Path) -> String {
+    let index = dir.join("dense").to_string_lossy().into_owned();
+    let out = lector(&[
+        "index",
+        "add",
+        &sample().to_string_lossy(),
+        "--dense",
+        "--index",
+        &index,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    index
+}
+
+fn retrievers(hit: &Value) -> Vec<String> {
+    hit["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["retriever"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn dense_and_hybrid_retrieval_over_http_include_documents_written_through_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dense_index(dir.path());
+    let (mut server, addr) = serve(&index, &[]);
+
+    let ask = json!({"question": "Which team won Super Bowl 50?", "mode": "hybrid", "probabilities": false});
+    let (status, body) = http(&addr, "POST", "/v1/ask", Some(&ask.to_string()));
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        answer["answer"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Broncos")),
+        "{body}"
+    );
+    let sources: Vec<Vec<String>> = answer["passages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(retrievers)
+        .collect();
+    assert!(
+        sources.iter().any(|s| s.len() == 2),
+        "a passage found by both retrievers: {sources:?}"
+    );
+
+    // A document written through the API is embedded in the same commit: dense search finds it
+    // by meaning, with no word of the query in common but "Skagen".
+    let doc = json!({"id": "skagen", "text": "The lighthouse of Skagen is kept by Maren Holm."});
+    let (status, body) = http(&addr, "POST", "/v1/documents", Some(&doc.to_string()));
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = http(
+        &addr,
+        "GET",
+        "/v1/search?q=who%20looks%20after%20the%20beacon%20at%20Skagen&mode=dense&k=3",
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    let hits: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(hits["mode"], "dense", "{body}");
+    assert_eq!(hits["hits"][0]["doc_id"], "skagen", "{body}");
+    assert_eq!(retrievers(&hits["hits"][0]), ["dense"]);
+
+    kill(&mut server, "-TERM");
+    assert!(server.wait().unwrap().success());
+}

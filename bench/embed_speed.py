@@ -5,7 +5,9 @@ all-MiniLM-L6-v2 (the registry's embedder), the first N SciFact abstracts (title
 them), max 256 tokens, batch 32, the same threads on both sides. Runs alternate; prints texts/s (model loading
 excluded on both sides), the median over rounds, the ratio, and how far the two sets of vectors agree.
 
-    python3 bench/embed_speed.py [--texts 2000] [--threads 2] [--rounds 3]
+    python3 bench/embed_speed.py [--texts 2000] [--threads 2] [--rounds 3] [--precisions f32,bf16]
+
+`--precisions` runs lector once per listed `--precision` in every round (bf16: bfloat16 products).
 
 The sentence-transformers side runs in the environment of tools/setup-hf.sh.
 """
@@ -53,16 +55,20 @@ def main():
     parser.add_argument("--texts", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--precisions", default="f32", help="lector's --precision values to run, e.g. f32,bf16")
+    parser.add_argument("--lector", help="use this lector binary instead of building the release one")
     args = parser.parse_args()
+    precisions = args.precisions.split(",")
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
-    lector = os.path.join(target, "release", "lector")
+    lector = args.lector or os.path.join(target, "release", "lector")
+    if not args.lector:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
     python = subprocess.run(["bash", os.path.join(ROOT, "tools", "setup-hf.sh")], check=True, capture_output=True,
                             text=True).stdout.strip().splitlines()[-1]
     model_dir = subprocess.run([lector, "models", "pull", "embedder"], check=True, capture_output=True,
                                text=True).stdout.split(": ", 1)[1].strip()
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
-    rates = {"lector": [], "sentence-transformers": []}
+    rates = {**{f"lector {p}": [] for p in precisions}, "sentence-transformers": []}
     with tempfile.TemporaryDirectory() as tmp:
         texts = os.path.join(tmp, "texts.jsonl")
         with open(CORPUS, encoding="utf-8") as src, open(texts, "w", encoding="utf-8") as dst:
@@ -71,26 +77,29 @@ def main():
                     break
                 d = json.loads(line)
                 dst.write(json.dumps({"title": d.get("title", ""), "text": d["text"]}) + "\n")
-        ours, theirs = os.path.join(tmp, "lector.npy"), os.path.join(tmp, "st.npy")
+        ours = {p: os.path.join(tmp, f"lector-{p}.npy") for p in precisions}
+        theirs = os.path.join(tmp, "st.npy")
         for _ in range(args.rounds):
-            out = subprocess.run([lector, "models", "embed", texts, "--out", ours, "--json"], check=True,
-                                 capture_output=True, text=True, env=env).stdout
-            rates["lector"].append(json.loads(out)["texts_per_second"])
+            for p in precisions:
+                out = subprocess.run([lector, "models", "embed", texts, "--out", ours[p], "--json", "--precision", p],
+                                     check=True, capture_output=True, text=True, env=env).stdout
+                rates[f"lector {p}"].append(json.loads(out)["texts_per_second"])
             out = subprocess.run([python, "-c", PEER, model_dir, texts, theirs, str(args.threads), "32"], check=True,
                                  capture_output=True, text=True, env=env).stdout
             rates["sentence-transformers"].append(json.loads(out.strip().splitlines()[-1])["texts_per_second"])
-            print(f"round: lector {rates['lector'][-1]:.1f} texts/s, "
-                  f"sentence-transformers {rates['sentence-transformers'][-1]:.1f} texts/s", flush=True)
-        agree = subprocess.run([python, "-c", AGREE, ours, theirs], check=True, capture_output=True,
-                               text=True).stdout.split()
+            print("round: " + ", ".join(f"{k} {v[-1]:.1f} texts/s" for k, v in rates.items()), flush=True)
+        agree = {p: subprocess.run([python, "-c", AGREE, ours[p], theirs], check=True, capture_output=True,
+                                   text=True).stdout.split() for p in precisions}
     med = {k: statistics.median(v) for k, v in rates.items()}
     print(f"\n{args.texts} SciFact abstracts, all-MiniLM-L6-v2, {args.threads} threads, batch 32, "
           f"median of {args.rounds} rounds")
     print(f"{'system':<24}{'texts/s':>10}")
     for name, rate in med.items():
         print(f"{name:<24}{rate:>10.1f}")
-    print(f"ratio lector / sentence-transformers: {med['lector'] / med['sentence-transformers']:.2f}x")
-    print(f"agreement: min cosine {agree[0]}, max |diff| {agree[1]}")
+    for p in precisions:
+        print(f"lector {p}: ratio lector / sentence-transformers "
+              f"{med[f'lector {p}'] / med['sentence-transformers']:.2f}x; "
+              f"agreement: min cosine {agree[p][0]}, max |diff| {agree[p][1]}")
 
 
 if __name__ == "__main__":

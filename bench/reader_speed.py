@@ -9,6 +9,10 @@ shapes and the real token counts, against a plain matrix product of the model's 
 (candle's `Tensor::matmul`, lector's one-`gemm`-per-thread, torch's `linear`), all on 2 threads.
 
     python3 bench/reader_speed.py [--limit 2000] [--batch-sizes 1,8,32] [--rounds 1] [--no-gflops]
+                                  [--precisions f32,bf16]
+
+`--precisions` runs lector once per listed `--precision` in every round (bf16: bfloat16 products, see the
+README); each is compared with the pipeline, answers and speed.
 
 The pipeline side runs in the environment of tools/setup-hf.sh (transformers<5, torch CPU).
 """
@@ -34,8 +38,9 @@ def peak_rss_mb(cmd, env=None):
     return out, int(re.search(r"MAXRSS (\d+)", out).group(1)) / 1024
 
 
-def run_lector(lector, limit, out):
-    text, rss = peak_rss_mb([lector, "read", "--squad", DATA, "--limit", str(limit), "--out", out],
+def run_lector(lector, limit, out, precision):
+    text, rss = peak_rss_mb([lector, "read", "--squad", DATA, "--limit", str(limit), "--out", out,
+                             "--precision", precision],
                             env=dict(os.environ, RAYON_NUM_THREADS="2"))
     return float(re.search(r"\(([\d.]+) questions/s\)", text).group(1)), rss
 
@@ -86,35 +91,46 @@ def main():
     parser.add_argument("--batch-sizes", default="8")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-gflops", action="store_true", help="skip the GFLOP/s report")
+    parser.add_argument("--precisions", default="f32", help="lector's --precision values to run, e.g. f32,bf16")
     args = parser.parse_args()
+    precisions = args.precisions.split(",")
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
     lector = os.path.join(target, "release", "lector")
     python = subprocess.run(["bash", os.path.join(ROOT, "tools", "setup-hf.sh")], check=True, capture_output=True,
                             text=True).stdout.strip().splitlines()[-1]
-    results = {"lector": []}
+    results = {}
+    ours = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for batch in [int(b) for b in args.batch_sizes.split(",")]:
                 qps, rss = run_pipeline(python, args.limit, batch, os.path.join(tmp, f"hf{batch}.json"))
                 results.setdefault(f"pipeline bs={batch}", []).append((qps, rss))
                 print(f"round {r + 1}: pipeline batch_size {batch}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
-            qps, rss = run_lector(lector, args.limit, os.path.join(tmp, "lector.json"))
-            results["lector"].append((qps, rss))
-            print(f"round {r + 1}: lector: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
-        with open(os.path.join(tmp, "lector.json")) as f:
-            ours = json.load(f)
-        best_batch = max((k for k in results if k != "lector"), key=lambda k: statistics.median(q for q, _ in results[k]))
+            for precision in precisions:
+                out = os.path.join(tmp, f"lector-{precision}.json")
+                qps, rss = run_lector(lector, args.limit, out, precision)
+                results.setdefault(f"lector {precision}", []).append((qps, rss))
+                print(f"round {r + 1}: lector {precision}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
+                with open(out) as f:
+                    ours[precision] = json.load(f)
+        best_batch = max((k for k in results if k.startswith("pipeline")),
+                         key=lambda k: statistics.median(q for q, _ in results[k]))
         with open(os.path.join(tmp, f"hf{best_batch.split('=')[1]}.json")) as f:
             theirs = json.load(f)
-    same = sum(ours[k] == theirs[k] for k in theirs)
     med = {k: statistics.median(q for q, _ in v) for k, v in results.items()}
-    print(f"\n{args.limit} questions; answers equal: {same}/{len(theirs)}")
+    print(f"\n{args.limit} questions")
     for k, v in med.items():
         print(f"  {k:20s} median {v:6.1f} q/s, peak RSS {max(r for _, r in results[k]):.0f} MB")
-    print(f"ratio lector / fastest pipeline ({best_batch}): {med['lector'] / med[best_batch]:.2f}x")
+    for precision in precisions:
+        same = sum(ours[precision][k] == theirs[k] for k in theirs)
+        ratio = med[f"lector {precision}"] / med[best_batch]
+        print(f"lector {precision}: answers equal to the pipeline's {same}/{len(theirs)}; "
+              f"ratio lector / fastest pipeline ({best_batch}): {ratio:.2f}x")
     if not args.no_gflops:
-        report_gflops(python, target, args.limit, {k: args.limit / v for k, v in med.items()}, best_batch)
+        seconds = {k: args.limit / v for k, v in med.items()}
+        seconds["lector"] = seconds[f"lector {precisions[0]}"]
+        report_gflops(python, target, args.limit, seconds, best_batch)
 
 
 if __name__ == "__main__":

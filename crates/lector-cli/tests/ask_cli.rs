@@ -307,3 +307,45 @@ fn bad_input_gives_one_clear_line() {
         "{err}"
     );
 }
+
+#[test]
+fn bf16_precision_reads_like_f32_and_a_bad_precision_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("ctx.txt");
+    std::fs::write(
+        &context,
+        "The Eiffel Tower was completed in 1889 for the World's Fair in Paris. It is 330 metres tall.",
+    )
+    .unwrap();
+    let read = |precision: &str| {
+        json(&lector(&[
+            "read",
+            "--context",
+            &context.to_string_lossy(),
+            "--question",
+            "When was the Eiffel Tower completed?",
+            "--json",
+            "--precision",
+            precision,
+        ]))
+    };
+    let (f32, bf16) = (read("f32"), read("bf16"));
+    let first = |v: &Value| v["answers"][0].clone();
+    assert_eq!(first(&bf16)["answer"], "1889", "{bf16}");
+    assert_eq!(first(&bf16)["start"], first(&f32)["start"]);
+    let delta = first(&bf16)["score"].as_f64().unwrap() - first(&f32)["score"].as_f64().unwrap();
+    assert!(delta.abs() < 0.02, "bf16 moved the score by {delta}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args([
+            "read",
+            "--context",
+            &context.to_string_lossy(),
+            "--question",
+            "When?",
+        ])
+        .env("LECTOR_PRECISION", "fp8")
+        .output()
+        .unwrap();
+    assert!(fails(&out).contains("LECTOR_PRECISION is `fp8`: expected f32 or bf16"));
+}

@@ -101,7 +101,7 @@ async fn complete(
     }
     let stop = match request.stop.clone() {
         None => Vec::new(),
-        Some(Stop::One(s)) => vec![s],
+        Some(Stop::One(one)) => vec![one],
         Some(Stop::Many(list)) => list,
     };
     let options = generative::options(
@@ -131,21 +131,24 @@ async fn complete(
     if !request.stream.unwrap_or(false) {
         return Ok(Json(running.finish().await?).into_response());
     }
+    Ok(running.events(chunks(meta)).into_response())
+}
+
+/// Renders a streamed completion: the role with the first piece, a chunk per piece, the last
+/// chunk with the finish reason and usage, `[DONE]`; or the error.
+fn chunks(meta: Meta) -> impl FnMut(stream::Message) -> Vec<Event> + Send + 'static {
     let mut first = true;
-    let events = running.events(move |message| {
+    move |message| {
         let mut events = Vec::new();
         if first && message.is_ok() {
             first = false;
-            events.push(chunk(
-                &meta,
-                json!({"role": "assistant", "content": ""}),
-                None,
-            ));
+            let role = json!({"role": "assistant", "content": ""});
+            events.push(chunk(&meta, role, Value::Null));
         }
         match message {
             Ok(Progress::Started) => {}
             Ok(Progress::Token(text)) => {
-                events.push(chunk(&meta, json!({ "content": text }), None))
+                events.push(chunk(&meta, json!({ "content": text }), Value::Null))
             }
             Ok(Progress::Done(completion)) => {
                 let finish = completion["choices"][0]["finish_reason"].clone();
@@ -157,8 +160,7 @@ async fn complete(
             Err(err) => events.push(Event::default().data(err.openai_body().to_string())),
         }
         events
-    });
-    Ok(events.into_response())
+    }
 }
 
 /// The messages of the request, checked: 400 for none, an unknown role or empty content.
@@ -294,8 +296,8 @@ fn chunk_value(meta: &Meta, delta: Value, finish: Value) -> Value {
     })
 }
 
-fn chunk(meta: &Meta, delta: Value, finish: Option<&str>) -> Event {
-    Event::default().data(chunk_value(meta, delta, json!(finish)).to_string())
+fn chunk(meta: &Meta, delta: Value, finish: Value) -> Event {
+    Event::default().data(chunk_value(meta, delta, finish).to_string())
 }
 
 /// `chatcmpl-` and a number unique within this server's run.

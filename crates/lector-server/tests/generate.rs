@@ -756,6 +756,28 @@ fn a_client_that_goes_away_stops_the_generation() {
     );
     let generated = server.metric("lector_generated_tokens_total ").unwrap();
     assert!(generated < 400.0, "{generated} tokens");
+
+    // Not streamed: leaving while the model reads the prompt stops it too.
+    let mut whole: Value = serde_json::from_str(&body).unwrap();
+    whole["stream"] = json!(false);
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(request("POST", addr, path, &whole.to_string(), None).as_bytes())
+        .unwrap();
+    while server.metric("lector_requests_running ") != Some(1.0) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300)); // past the check before the work starts
+    drop(stream);
+    server.wait_idle(Duration::from_secs(300));
+    assert_eq!(
+        server.metric("lector_generations_total{finish_reason=\"cancelled\"} "),
+        Some(2.0),
+        "{}",
+        server.metrics()
+    );
+    let more = server.metric("lector_generated_tokens_total ").unwrap() - generated;
+    assert!(more < 400.0, "{more} tokens");
 }
 
 #[test]

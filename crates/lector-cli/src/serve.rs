@@ -5,6 +5,7 @@ use crate::index::IndexDir;
 use crate::search::RetrievalOptions;
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use lector_generate::Generator;
 use lector_index::{Embedder, Index, IndexSettings, IndexWriter};
 use lector_pipeline::{Calibration, Pipeline};
 use lector_reader::Reader;
@@ -49,6 +50,14 @@ pub struct ServeArgs {
     /// Reader checkpoint directory [default: $LECTOR_READER, else the shipped models/reader-minilm-squad].
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
+    /// Load a generator: `"mode": "generative"` asks and POST /v1/chat/completions (501
+    /// without it) [default model: the registry's SmolLM2-135M-Instruct, fetched like
+    /// `lector models pull generator`].
+    #[arg(long)]
+    generate: bool,
+    /// The generator's GGUF model file (implies --generate).
+    #[arg(long, value_name = "GGUF")]
+    generator_model: Option<PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -76,7 +85,17 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     warn_if_exposed(args.addr, config.api_key.is_some());
     let stats = pipeline.index().stats();
-    let state = Arc::new(AppState::new(pipeline, writer, embedder, config)?);
+    let mut state = AppState::new(pipeline, writer, embedder, config)?;
+    if args.generate || args.generator_model.is_some() {
+        let generator = crate::generate::load_local(args.generator_model.as_deref())?;
+        eprintln!(
+            "generator: {} (context window {} tokens)",
+            generator.name(),
+            generator.context_window()
+        );
+        state = state.with_generator(Arc::new(generator));
+    }
+    let state = Arc::new(state);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.addr)

@@ -1,5 +1,6 @@
 //! `lector serve` as a process: writes survive SIGKILL once acknowledged, SIGTERM lets requests
-//! in flight finish and releases the index, and the web page answers in headless Chromium.
+//! in flight finish and releases the index, `--generate` serves chat completions (501 without
+//! it), and the web page answers in headless Chromium.
 
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -154,6 +155,34 @@ fn sigterm_finishes_requests_in_flight_and_releases_the_index() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn generate_serves_chat_completions_and_without_it_they_are_501() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = index(dir.path());
+    let chat = json!({
+        "messages": [{"role": "user", "content": "What is the capital of France?"}],
+        "max_tokens": 3,
+    })
+    .to_string();
+    let (mut server, addr) = serve(&index, &[]);
+    let (status, body) = http(&addr, "POST", "/v1/chat/completions", Some(&chat));
+    assert_eq!(status, 501, "{body}");
+    assert!(body.contains("lector serve --generate"), "{body}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+
+    // The registry's SmolLM2, fetched like `lector models pull generator`.
+    let (mut server, addr) = serve(&index, &["--generate"]);
+    let (status, body) = http(&addr, "POST", "/v1/chat/completions", Some(&chat));
+    assert_eq!(status, 200, "{body}");
+    let out: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(out["object"], "chat.completion");
+    assert_eq!(out["usage"]["completion_tokens"], 3);
+    assert_eq!(out["choices"][0]["finish_reason"], "length");
+    server.kill().unwrap();
+    server.wait().unwrap();
 }
 
 /// Chromium, if installed: the `CHROMIUM` variable, else the usual names on PATH.

@@ -4,9 +4,9 @@
 //! `top_p`, `seed` and `stop`; the reply's `choices[0].message.content` is the text. Timeouts:
 //! one for connecting, one for the whole request (a server that accepts the connection and then
 //! never answers fails after it). Status 429 and 5xx are retried with exponential backoff
-//! (`backoff`, doubled each time, or the server's `Retry-After` in seconds when shorter than 30 s);
-//! other statuses, timeouts and malformed replies fail at once with the endpoint's URL and
-//! what was wrong. The reply arrives whole, so `on_token` is called once with all of it.
+//! (`backoff`, doubled each time, or the server's `Retry-After` in seconds when shorter than 30 s),
+//! except 501 (the server lacks the feature: no retry changes that); other statuses, timeouts and
+//! malformed replies fail at once with the endpoint's URL and what was wrong. The reply arrives whole, so `on_token` is called once with all of it.
 
 use crate::decode::TextStream;
 use crate::error::{Error, Result};
@@ -30,7 +30,7 @@ pub struct OpenAiConfig {
     pub connect_timeout: Duration,
     /// Limit for one whole request (sending, waiting, reading the reply).
     pub request_timeout: Duration,
-    /// Retries after a 429 or 5xx status.
+    /// Retries after a 429 or 5xx status (501 is never retried).
     pub max_retries: u32,
     /// The first retry's wait; doubled for each further retry.
     pub backoff: Duration,
@@ -176,8 +176,10 @@ impl OpenAiGenerator {
     }
 }
 
+/// Statuses worth another try: overload and server errors, but not 501 Not Implemented (e.g. a
+/// server started without a generator), which stays so however often it is asked.
 fn retryable(code: u16) -> bool {
-    code == 429 || (500..600).contains(&code)
+    code == 429 || ((500..600).contains(&code) && code != 501)
 }
 
 /// The server's `Retry-After` in seconds, when short enough to honour.
@@ -314,6 +316,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!((text.as_str(), finish.as_deref()), ("Paris", Some("stop")));
+    }
+
+    #[test]
+    fn overload_and_server_errors_are_retried_but_not_501() {
+        assert!(retryable(429) && retryable(500) && retryable(503) && retryable(504));
+        assert!(!retryable(501) && !retryable(400) && !retryable(404));
     }
 
     #[test]

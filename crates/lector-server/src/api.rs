@@ -1,16 +1,19 @@
-//! The JSON routes: ask, search, and document writes and reads.
+//! The JSON routes: ask (extractive here, generative in [`crate::generative`]), search, and
+//! document writes and reads.
 //!
 //! Bodies are parsed here rather than by axum's `Json` extractor, so every malformed body is a
 //! 400 with serde's message (which names an unknown or missing field and the position), not
 //! a 415 or 422, and a body over the route's limit is a 413, all with a JSON error body.
 
 use crate::error::ApiError;
+use crate::generative::{self, GenerativeAsk};
 use crate::limit::{blocking, MAX_K};
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
 use lector_index::{AddOutcome, Document, Mode, SearchOptions};
 use lector_pipeline::{AskOptions, Response};
@@ -32,8 +35,11 @@ pub struct AskRequest {
     /// Passages to retrieve and read (1 to [`MAX_K`]).
     #[serde(default = "default_k")]
     pub k: usize,
-    /// `bm25`, `dense` or `hybrid` [default: the server's].
+    /// `extractive` [default] or `generative`; `bm25`, `dense` or `hybrid` ask extractively with
+    /// that retrieval (what the field meant before generation, kept working).
     pub mode: Option<String>,
+    /// `bm25`, `dense` or `hybrid` [default: the server's].
+    pub retrieval: Option<String>,
     /// Add up the scores of answers that normalise to the same text.
     #[serde(default)]
     pub vote: bool,
@@ -47,8 +53,58 @@ pub struct AskRequest {
     /// pass over one passage).
     #[serde(default = "yes")]
     pub probabilities: bool,
+    /// Generative: answer with server-sent events (`token`s, then the `answer`, then `done`).
+    #[serde(default)]
+    pub stream: bool,
+    /// Generative: the most tokens to generate [default: [`generative::DEFAULT_MAX_TOKENS`]].
+    pub max_tokens: Option<usize>,
+    /// Generative: sampling temperature; absent or 0: greedy.
+    pub temperature: Option<f64>,
+    /// Generative, sampling: nucleus probability mass [default: 1].
+    pub top_p: Option<f64>,
+    /// Generative, sampling: the seed [default: a new one each time].
+    pub seed: Option<u64>,
 }
 
+/// What an ask does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AnswerMode {
+    Extractive,
+    Generative,
+}
+
+impl AskRequest {
+    /// The answer mode and the retrieval mode asked for (400 when `mode` and `retrieval` both
+    /// name a retrieval).
+    fn modes(&self) -> Result<(AnswerMode, Option<&str>), ApiError> {
+        let retrieval = self.retrieval.as_deref();
+        match self.mode.as_deref() {
+            None | Some("extractive") => Ok((AnswerMode::Extractive, retrieval)),
+            Some("generative") => Ok((AnswerMode::Generative, retrieval)),
+            Some(mode) if retrieval.is_some() => Err(ApiError::bad_request(format!(
+                "`mode` `{mode}` and `retrieval` both name the retrieval: send only `retrieval`"
+            ))),
+            Some(mode) => Ok((AnswerMode::Extractive, Some(mode))),
+        }
+    }
+
+    /// The generation fields sent, which an extractive ask refuses.
+    fn generation_fields(&self) -> Vec<&'static str> {
+        let mut sent = Vec::new();
+        for (name, given) in [
+            ("stream", self.stream),
+            ("max_tokens", self.max_tokens.is_some()),
+            ("temperature", self.temperature.is_some()),
+            ("top_p", self.top_p.is_some()),
+            ("seed", self.seed.is_some()),
+        ] {
+            if given {
+                sent.push(name);
+            }
+        }
+        sent
+    }
+}
 fn default_k() -> usize {
     5
 }
@@ -95,26 +151,56 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
 }
 
-/// `POST /v1/ask`: the pipeline's response, plus `token_probabilities` (per reader window over
-/// the answer's passage, or the best candidate's when abstaining) unless turned off.
+/// `POST /v1/ask`: extractive, the pipeline's response, plus `token_probabilities` (per reader
+/// window over the answer's passage, or the best candidate's when abstaining) unless turned off;
+/// generative, see [`crate::generative`].
 pub async fn ask(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<HttpResponse, ApiError> {
     let request: AskRequest = parse_json(&body?)?;
     if request.question.trim().is_empty() {
         return Err(ApiError::bad_request("the question is empty"));
     }
-    let options = ask_options(&state, &request)?;
+    let (mode, retrieval) = request.modes()?;
+    let search = search_options(&state, retrieval)?;
+    if mode == AnswerMode::Generative {
+        let ask = generative_ask(&request, search)?;
+        return generative::ask(state, ask).await;
+    }
+    if let Some(field) = request.generation_fields().first() {
+        return Err(ApiError::bad_request(format!(
+            "`{field}` needs \"mode\": \"generative\""
+        )));
+    }
+    let options = ask_options(&request, search)?;
     let shared = state.clone();
     let out = state
         .gate
         .run(move || answer(&shared, &request, &options))
         .await?;
-    Ok(Json(out))
+    Ok(Json(out).into_response())
 }
 
-fn ask_options(state: &AppState, request: &AskRequest) -> Result<AskOptions, ApiError> {
+fn generative_ask(request: &AskRequest, search: SearchOptions) -> Result<GenerativeAsk, ApiError> {
+    check_k(request.k)?;
+    let options = generative::options(
+        request.max_tokens.unwrap_or(generative::DEFAULT_MAX_TOKENS),
+        request.temperature,
+        request.top_p,
+        request.seed,
+        Vec::new(),
+    )?;
+    Ok(GenerativeAsk {
+        question: request.question.clone(),
+        k: request.k,
+        search,
+        options,
+        stream: request.stream,
+    })
+}
+
+fn ask_options(request: &AskRequest, search: SearchOptions) -> Result<AskOptions, ApiError> {
     check_k(request.k)?;
     if !(1..=MAX_ANSWERS_PER_PASSAGE).contains(&request.answers_per_passage) {
         return Err(ApiError::bad_request(format!(
@@ -122,7 +208,7 @@ fn ask_options(state: &AppState, request: &AskRequest) -> Result<AskOptions, Api
         )));
     }
     Ok(AskOptions {
-        search: Some(search_options(state, request.mode.as_deref())?),
+        search: Some(search),
         k: request.k,
         vote: request.vote,
         prefer_recent: request.prefer_recent,

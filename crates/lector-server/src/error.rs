@@ -1,5 +1,6 @@
-//! Errors: [`ApiError`] is what a client sees (a status and a JSON body `{"error": "..."}`);
-//! [`Error`] is what can stop the server itself.
+//! Errors: [`ApiError`] is what a client sees (a status and a JSON body `{"error": "..."}`, or
+//! on the OpenAI-compatible routes OpenAI's `{"error": {"message": "...", "type": "..."}}`, see
+//! [`ApiError::into_openai_response`]); [`Error`] is what can stop the server itself.
 
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -63,16 +64,51 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The body in OpenAI's error shape, `{"error": {"message", "type", "param", "code"}}`,
+    /// which OpenAI clients parse.
+    pub fn openai_body(&self) -> serde_json::Value {
+        let kind = match self.status.as_u16() {
+            401 => "authentication_error",
+            501 => "not_supported_error",
+            500.. => "server_error",
+            _ => "invalid_request_error",
+        };
+        json!({"error": {"message": self.message, "type": kind, "param": null, "code": null}})
+    }
+
+    /// The response in OpenAI's error shape; status and headers as in lector's shape.
+    pub fn into_openai_response(self) -> Response {
+        let body = self.openai_body();
+        with_retry_after(self.status, (self.status, Json(body)).into_response())
+    }
+
+    /// The response in the shape `path` answers in: OpenAI's on the OpenAI-compatible routes,
+    /// lector's on the others.
+    pub fn into_response_for(self, path: &str) -> Response {
+        if crate::is_openai_route(path) {
+            self.into_openai_response()
+        } else {
+            self.into_response()
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (self.status, Json(json!({ "error": self.message }))).into_response();
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        response
+        let response = (self.status, Json(json!({ "error": self.message }))).into_response();
+        with_retry_after(self.status, response)
     }
+}
+
+/// 503 tells the client when to retry.
+fn with_retry_after(status: StatusCode, mut response: Response) -> Response {
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 impl From<lector_pipeline::Error> for ApiError {
@@ -92,6 +128,19 @@ impl From<lector_index::Error> for ApiError {
         match err {
             // A request the index cannot serve, e.g. dense search of a BM25-only index.
             lector_index::Error::Config(_) => ApiError::bad_request(err.to_string()),
+            _ => ApiError::internal(err.to_string()),
+        }
+    }
+}
+
+impl From<lector_generate::Error> for ApiError {
+    fn from(err: lector_generate::Error) -> Self {
+        use lector_generate::Error as E;
+        match err {
+            // Bad settings, an empty prompt, a prompt longer than the context window.
+            E::Invalid(_) | E::ContextOverflow { .. } => ApiError::bad_request(err.to_string()),
+            // A generator behind another endpoint failed.
+            E::Endpoint { .. } => ApiError::new(StatusCode::BAD_GATEWAY, err.to_string()),
             _ => ApiError::internal(err.to_string()),
         }
     }

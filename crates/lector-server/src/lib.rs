@@ -3,7 +3,8 @@
 //! | route | does |
 //! | --- | --- |
 //! | `GET /` | the web page (embedded; no external resources) |
-//! | `POST /v1/ask` | answer a question: answer or abstention, evidence, runner-ups, timings, token probabilities |
+//! | `POST /v1/ask` | answer a question: answer or abstention, evidence, runner-ups, timings, token probabilities; with `"mode": "generative"` a generated answer with citations (JSON, or server-sent events with `"stream": true`) |
+//! | `POST /v1/chat/completions` | OpenAI-compatible chat completions with the server's generator, streamed with `"stream": true` |
 //! | `GET /v1/search` | ranked passages for `q` |
 //! | `POST /v1/documents` | add or replace documents; answers after the commit is on disk |
 //! | `GET /v1/documents/{id}` | a stored document |
@@ -12,16 +13,21 @@
 //! | `GET /metrics` | Prometheus metrics |
 //! | `GET /openapi.json` | the OpenAPI 3 description of these routes |
 //!
-//! Reading is CPU work on tokio's blocking pool behind a bounded gate ([`limit`]); document
+//! Reading and generating are CPU work on tokio's blocking pool behind a bounded gate ([`limit`]);
+//! a generation stops when its client goes away ([`stream`]). Without a generator
+//! ([`AppState::with_generator`]), generative asks and chat completions get 501. Document
 //! writes go through the index's single writer and each commits before it answers; after a
 //! commit, later requests see the new documents (the pipeline's index is swapped for the
 //! writer's new snapshot, see [`state`]).
 
 pub mod api;
+pub mod chat;
 pub mod error;
+pub mod generative;
 pub mod limit;
 pub mod metrics;
 pub mod state;
+pub mod stream;
 
 pub use error::{ApiError, Error};
 pub use limit::Limits;
@@ -52,6 +58,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(
             "/v1/ask",
             post(api::ask).layer(DefaultBodyLimit::max(limits.max_ask_bytes)),
+        )
+        .route(
+            "/v1/chat/completions",
+            post(chat::completions).layer(DefaultBodyLimit::max(limits.max_ask_bytes)),
         )
         .route("/v1/search", get(api::search))
         .route(
@@ -123,19 +133,23 @@ async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     )
 }
 
-async fn not_found(request: Request) -> ApiError {
-    ApiError::not_found(format!("no route {}", request.uri().path()))
+async fn not_found(request: Request) -> Response {
+    let path = request.uri().path();
+    ApiError::not_found(format!("no route {path}")).into_response_for(path)
 }
 
-async fn method_not_allowed(request: Request) -> ApiError {
+async fn method_not_allowed(request: Request) -> Response {
+    let path = request.uri().path();
     ApiError::new(
         StatusCode::METHOD_NOT_ALLOWED,
-        format!(
-            "{} is not allowed on {}",
-            request.method(),
-            request.uri().path()
-        ),
+        format!("{} is not allowed on {path}", request.method()),
     )
+    .into_response_for(path)
+}
+
+/// Routes whose errors take OpenAI's shape, for OpenAI clients.
+pub fn is_openai_route(path: &str) -> bool {
+    path.starts_with("/v1/chat/")
 }
 
 /// Routes that never need the API key: the liveness probe, and the page (static, no data; it
@@ -164,7 +178,7 @@ async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: N
         StatusCode::UNAUTHORIZED,
         "this server needs an API key: send `Authorization: Bearer <key>`",
     )
-    .into_response();
+    .into_response_for(request.uri().path());
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -203,6 +217,7 @@ mod tests {
         for (path, method) in [
             ("/", "get"),
             ("/v1/ask", "post"),
+            ("/v1/chat/completions", "post"),
             ("/v1/search", "get"),
             ("/v1/documents", "post"),
             ("/v1/documents/{id}", "get"),

@@ -1,5 +1,6 @@
 //! Request metrics in the Prometheus text format (version 0.0.4): counts by route, method and
-//! status, a latency histogram per route, server errors, the gate's load and the index's size.
+//! status, a latency histogram per route, server errors, generations by how they finished and
+//! the tokens generated, the gate's load and the index's size.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -35,6 +36,10 @@ struct Inner {
     requests: BTreeMap<(String, String, u16), u64>,
     /// route -> latency.
     latency: BTreeMap<String, Histogram>,
+    /// finish reason (`stop`, `length`, `cancelled`) -> generations.
+    generations: BTreeMap<&'static str, u64>,
+    /// Tokens generated, all generations together.
+    generated_tokens: u64,
 }
 
 /// The request metrics of one server.
@@ -72,6 +77,14 @@ impl Metrics {
             .entry(route.to_string())
             .or_default()
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records one finished generation: `finish` is `stop` (the model ended or a stop sequence
+    /// appeared), `length` (`max_tokens` reached) or `cancelled` (the client went away).
+    pub fn record_generation(&self, finish: &'static str, tokens: usize) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        *inner.generations.entry(finish).or_default() += 1;
+        inner.generated_tokens += tokens as u64;
     }
 
     /// The metrics in the Prometheus text format.
@@ -119,6 +132,29 @@ impl Metrics {
         for (route, h) in &inner.latency {
             histogram(&mut out, &escape(route), h);
         }
+        header(
+            &mut out,
+            "lector_generations_total",
+            "counter",
+            "Generations by finish reason: stop (the model ended), length (max_tokens), cancelled (the client went away).",
+        );
+        for (finish, n) in &inner.generations {
+            let _ = writeln!(
+                out,
+                "lector_generations_total{{finish_reason=\"{finish}\"}} {n}"
+            );
+        }
+        header(
+            &mut out,
+            "lector_generated_tokens_total",
+            "counter",
+            "Tokens generated.",
+        );
+        let _ = writeln!(
+            out,
+            "lector_generated_tokens_total {}",
+            inner.generated_tokens
+        );
         gauge(
             &mut out,
             "lector_index_documents",
@@ -201,6 +237,8 @@ mod tests {
         metrics.record("/v1/ask", "POST", 200, ms(30));
         metrics.record("/v1/ask", "POST", 200, ms(700));
         metrics.record("/v1/ask", "POST", 503, ms(1));
+        metrics.record_generation("length", 16);
+        metrics.record_generation("cancelled", 3);
         let text = metrics.render(Gauges {
             documents: 10,
             passages: 16,
@@ -215,6 +253,9 @@ mod tests {
             "lector_http_request_duration_seconds_bucket{route=\"/v1/ask\",le=\"1\"} 3",
             "lector_http_request_duration_seconds_bucket{route=\"/v1/ask\",le=\"+Inf\"} 3",
             "lector_http_request_duration_seconds_count{route=\"/v1/ask\"} 3",
+            "lector_generations_total{finish_reason=\"cancelled\"} 1",
+            "lector_generations_total{finish_reason=\"length\"} 1",
+            "lector_generated_tokens_total 19",
             "lector_index_documents 10",
             "lector_index_passages 16",
         ] {

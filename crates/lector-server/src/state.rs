@@ -1,9 +1,10 @@
 //! What every request shares: the pipeline (index snapshot and reader), the index writer, the
-//! gate, the metrics and the settings.
+//! generator (optional), the gate, the metrics and the settings.
 
 use crate::error::ApiError;
 use crate::limit::{Gate, Limits};
 use crate::metrics::{Gauges, Metrics};
+use lector_generate::Generator;
 use lector_index::{CommitInfo, Embedder, Index, IndexWriter, SearchOptions};
 use lector_pipeline::Pipeline;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -29,6 +30,8 @@ pub struct AppState {
     writer: Mutex<Option<IndexWriter>>,
     /// The index's embedder (dense indexes): embeds queries and new passages.
     embedder: Option<Arc<dyn Embedder>>,
+    /// The language model of generative asks and chat completions; `None`: those get 501.
+    generator: Option<Arc<dyn Generator>>,
     /// Admission of CPU-heavy work.
     pub gate: Gate,
     /// Request metrics.
@@ -62,6 +65,7 @@ impl AppState {
             pipeline: RwLock::new(pipeline),
             writer: Mutex::new(writer),
             embedder,
+            generator: None,
             gate: Gate::new(config.limits),
             metrics: Metrics::default(),
             config,
@@ -76,6 +80,25 @@ impl AppState {
     /// The pipeline, for reading (waits while a new commit is being swapped in).
     pub fn pipeline(&self) -> RwLockReadGuard<'_, Pipeline> {
         self.pipeline.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Serves generative asks and chat completions with `generator` (one loaded model serves
+    /// concurrent generations, each behind the same gate as the other CPU-heavy requests).
+    pub fn with_generator(mut self, generator: Arc<dyn Generator>) -> Self {
+        self.generator = Some(generator);
+        self
+    }
+
+    /// The generator; 501 when the server was started without one (a client can do nothing
+    /// about that, and no retry changes it).
+    pub fn generator(&self) -> Result<Arc<dyn Generator>, ApiError> {
+        self.generator.clone().ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::NOT_IMPLEMENTED,
+                "this server was started without a generator: generative answers and chat \
+                 completions need `lector serve --generate`",
+            )
+        })
     }
 
     /// The embedder of a dense index.

@@ -1,0 +1,186 @@
+//! `POST /v1/ask` with `"mode": "generative"`: retrieve the top `k` passages, prompt the
+//! generator with them (numbered `[1]`..`[k]`, fitted to its context window, see
+//! [`lector_generate::grounded`]), generate, and check the answer: its citations mapped to the
+//! documents, sentences the passages do not support flagged, a refusal recognised. One JSON
+//! answer, or with `"stream": true` server-sent events: `token` events with each piece of text,
+//! then an `answer` event with the same JSON, then `done`.
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::stream::{self, json_event, Progress, Reporter};
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use lector_generate::grounded::{self, Passage};
+use lector_generate::{Decoding, FinishReason, GenerateOptions, Generator};
+use lector_index::SearchOptions;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Tokens a generative answer may take unless the request says (`max_tokens`): a short answer
+/// with its citations fits.
+pub const DEFAULT_MAX_TOKENS: usize = 64;
+
+/// A generative ask, checked.
+#[derive(Debug, Clone)]
+pub struct GenerativeAsk {
+    pub question: String,
+    /// Passages to retrieve.
+    pub k: usize,
+    pub search: SearchOptions,
+    pub options: GenerateOptions,
+    /// Answer with server-sent events.
+    pub stream: bool,
+}
+
+/// Answers `ask` as JSON, or as server-sent events; 501 without a generator.
+pub async fn ask(state: Arc<AppState>, ask: GenerativeAsk) -> Result<Response, ApiError> {
+    let generator = state.generator()?;
+    let stream = ask.stream;
+    let shared = state.clone();
+    let running = stream::start(&state, move |reporter| {
+        answer(&shared, generator.as_ref(), &ask, reporter)
+    })
+    .await?;
+    if !stream {
+        return Ok(Json(running.finish().await?).into_response());
+    }
+    Ok(running.events(render).into_response())
+}
+
+/// The events of one message of a generative ask.
+fn render(message: stream::Message) -> Vec<Event> {
+    match message {
+        Ok(Progress::Started) => Vec::new(),
+        Ok(Progress::Token(text)) => vec![json_event("token", &json!({ "text": text }))],
+        Ok(Progress::Done(answer)) => vec![
+            json_event("answer", &answer),
+            Event::default().event("done").data("[DONE]"),
+        ],
+        Err(err) => vec![json_event(
+            "error",
+            &json!({"error": err.message, "status": err.status.as_u16()}),
+        )],
+    }
+}
+
+/// Retrieves, generates (reporting each token) and checks; the answer's JSON.
+fn answer(
+    state: &AppState,
+    generator: &dyn Generator,
+    ask: &GenerativeAsk,
+    reporter: &Reporter,
+) -> Result<Value, ApiError> {
+    let start = Instant::now();
+    let hits = state
+        .pipeline()
+        .index()
+        .retriever(&ask.search, state.embedder())?
+        .retrieve(&ask.question, ask.k)?;
+    let retrieve_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let passages: Vec<Passage> = hits
+        .iter()
+        .map(|h| Passage {
+            doc_id: h.doc_id.clone(),
+            title: h.title.clone(),
+            text: h.text.clone(),
+        })
+        .collect();
+    let answered = grounded::answer(
+        generator,
+        &ask.question,
+        Some(&passages),
+        &ask.options,
+        &mut |piece| reporter.token(piece),
+    )?;
+    let generation = &answered.generation;
+    state.metrics.record_generation(
+        finish_name(&generation.finish_reason),
+        generation.timings.generated_tokens,
+    );
+    let mut out = to_json(&answered)?;
+    out["mode"] = "generative".into();
+    out["generator"] = generator.name().into();
+    // Each citation with its passage: the position in the document and the text.
+    let citations: Vec<Value> = answered
+        .answer
+        .citations
+        .iter()
+        .map(|c| {
+            let hit = &hits[c.number - 1];
+            json!({"number": c.number, "doc_id": c.doc_id, "title": c.title, "passage": hit.passage, "text": hit.text})
+        })
+        .collect();
+    out["answer"]["citations"] = citations.into();
+    let unsupported: Vec<&str> = answered
+        .answer
+        .flagged
+        .iter()
+        .map(|&i| answered.answer.sentences[i].text.as_str())
+        .collect();
+    out["answer"]["unsupported"] = unsupported.into();
+    out["passages"] = to_json(&hits)?;
+    let t = &generation.timings;
+    out["timings"] = json!({
+        "retrieve_ms": retrieve_ms,
+        "prompt_tokens": t.prompt_tokens,
+        "prompt_ms": t.prompt_ms,
+        "generated_tokens": t.generated_tokens,
+        "generate_ms": t.generate_ms,
+    });
+    Ok(out)
+}
+
+/// Generation settings from a request's OpenAI-style fields: greedy without a `temperature` or
+/// with 0 (deterministic: the same request, the same text), else sampling with `top_p` [1] and
+/// `seed` [a new one each time]. 400 for settings that cannot work.
+pub fn options(
+    max_tokens: usize,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    seed: Option<u64>,
+    stop: Vec<String>,
+) -> Result<GenerateOptions, ApiError> {
+    if max_tokens == 0 {
+        return Err(ApiError::bad_request("`max_tokens` must be at least 1"));
+    }
+    let decoding = match temperature {
+        None | Some(0.0) => Decoding::Greedy,
+        Some(temperature) => Decoding::Sample {
+            temperature,
+            top_p: top_p.unwrap_or(1.0),
+            seed: seed.unwrap_or_else(fresh_seed),
+        },
+    };
+    let options = GenerateOptions {
+        decoding,
+        max_new_tokens: max_tokens,
+        stop,
+        ..GenerateOptions::default()
+    };
+    options.validate()?;
+    Ok(options)
+}
+
+/// A seed that differs from request to request.
+fn fresh_seed() -> u64 {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    now.as_secs() ^ u64::from(now.subsec_nanos()).rotate_left(32)
+}
+
+/// The finish reason as OpenAI names it (and the metrics count it): `stop`, `length`, or
+/// `cancelled` when the client went away.
+pub fn finish_name(finish: &FinishReason) -> &'static str {
+    match finish {
+        FinishReason::EndOfText | FinishReason::Stop(_) => "stop",
+        FinishReason::Length => "length",
+        FinishReason::Cancelled => "cancelled",
+    }
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<Value, ApiError> {
+    serde_json::to_value(value).map_err(|e| ApiError::internal(e.to_string()))
+}

@@ -236,7 +236,7 @@ unsafe fn convert_avx512(a: &[f32], pairs: &mut [u32]) -> usize {
         let v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src.add(16)), _mm512_loadu_ps(src));
         _mm512_storeu_si512(
             pairs.as_mut_ptr().add(c * 16).cast(),
-            std::mem::transmute(v),
+            std::mem::transmute::<__m512bh, __m512i>(v),
         );
     }
     chunks * 16
@@ -363,11 +363,15 @@ unsafe fn kernel_bf16<const R: usize>(t: &PairTile) {
         pair[1] = _mm512_loadu_ps(t.c.add(r * t.ldc + 16));
     }
     for p in 0..t.kc {
-        let w0: __m512bh = std::mem::transmute(_mm512_loadu_si512(t.w.add(p * NR).cast()));
-        let w1: __m512bh = std::mem::transmute(_mm512_loadu_si512(t.w.add(p * NR + 16).cast()));
+        let w0: __m512bh =
+            std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(t.w.add(p * NR).cast()));
+        let w1: __m512bh = std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
+            t.w.add(p * NR + 16).cast(),
+        ));
         for (r, pair) in acc.iter_mut().enumerate() {
-            let x: __m512bh =
-                std::mem::transmute(_mm512_set1_epi32(*t.a.add(r * t.lda + p) as i32));
+            let x: __m512bh = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(
+                *t.a.add(r * t.lda + p) as i32,
+            ));
             pair[0] = _mm512_dpbf16_ps(pair[0], x, w0);
             pair[1] = _mm512_dpbf16_ps(pair[1], x, w1);
         }

@@ -34,6 +34,7 @@ pub mod local;
 pub mod model;
 pub mod openai;
 pub mod options;
+pub mod qmatmul;
 pub mod template;
 pub mod tokenizer;
 

@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod attend;
 pub mod decode;
 pub mod error;
 pub mod gguf;

@@ -13,6 +13,7 @@
 //! ([`crate::qmatmul`], runtime-selected SIMD), other GGUF types on candle's `QMatMul`. Matrices
 //! that multiply the same input (q, k, v; gate, up) are stacked into one product.
 
+use crate::attend::AttendOne;
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
 use crate::qmatmul::QWeights;
@@ -395,10 +396,21 @@ impl Model {
         let v = heads(v, c.kv_heads)?;
         k_cache.slice_set(&k, 2, pos)?;
         v_cache.slice_set(&v, 2, pos)?;
+        // Query heads grouped by the key/value head they share.
+        let group = c.heads / c.kv_heads;
+        if seq == 1 {
+            let attend = AttendOne {
+                len: pos + 1,
+                group,
+                scale: 1.0 / (c.head_dim as f32).sqrt(),
+            };
+            return layer
+                .out
+                .forward(&q.apply_op3_no_bwd(k_cache, v_cache, &attend)?);
+        }
         let keys = k_cache.narrow(2, 0, pos + seq)?;
         let values = v_cache.narrow(2, 0, pos + seq)?;
-        // Query heads grouped by the key/value head they share: (batch, kv_heads, group * seq, dim).
-        let group = c.heads / c.kv_heads;
+        // (batch, kv_heads, group * seq, dim)
         let q = q.reshape((batch, c.kv_heads, group * seq, c.head_dim))?;
         let scores = (q.matmul(&keys.t()?)? / (c.head_dim as f64).sqrt())?;
         let scores = match mask {

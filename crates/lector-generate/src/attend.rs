@@ -3,8 +3,8 @@
 //! Through candle this step is a chain of small ops (two batched matrix products whose general
 //! GEMM repacks the cached keys every call, a softmax, reshapes and transposes), a large part of
 //! the time per generated token for a small model. Here it is one pass per query head over the
-//! cached keys and values, the heads spread over candle's thread pool, the inner loops
-//! vectorized with AVX2 when the CPU has it (chosen at run time) and plain otherwise.
+//! cached keys and values, the heads spread over candle's thread pool, with AVX2 and FMA when
+//! the CPU has them (chosen at run time), plain Rust otherwise.
 
 use candle_core::{CpuStorage, CustomOp3, Layout, Shape};
 use std::ops::Range;
@@ -21,77 +21,121 @@ pub struct AttendOne {
 }
 
 impl AttendOne {
-    /// The attention of query head `h` of batch row `b`, written to `out`.
+    /// The attention of one query head, written to `out`.
     fn head(&self, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], scores: &mut Vec<f32>) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        if q.len().is_multiple_of(8)
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
         {
-            // SAFETY: the CPU has AVX2 and FMA.
-            return unsafe { head_avx2(self, q, k, v, out, scores) };
+            // SAFETY: the CPU has AVX2 and FMA; the head dimension is a multiple of 8.
+            return unsafe { x86::head(self, q, k, v, out, scores) };
         }
         head(self, q, k, v, out, scores)
     }
 }
 
-/// [`head`] compiled for AVX2 (the same code, vectorized 8 wide).
-///
-/// # Safety
-/// The CPU has AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn head_avx2(
-    op: &AttendOne,
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    out: &mut [f32],
-    scores: &mut Vec<f32>,
-) {
-    head(op, q, k, v, out, scores)
-}
-
-/// One query head: `q` and `out` of `head_dim` values, `k` and `v` the head's `len` cached rows.
-#[inline(always)]
+/// One query head: `q` and `out` of `head_dim` values, `k` and `v` the head's cached rows (at
+/// least `len`).
 fn head(op: &AttendOne, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], scores: &mut Vec<f32>) {
     let dim = q.len();
     scores.clear();
     scores.extend(
         k.chunks_exact(dim)
             .take(op.len)
-            .map(|k| dot(q, k) * op.scale),
+            .map(|k| q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * op.scale),
     );
-    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let mut sum = 0f32;
-    for s in scores.iter_mut() {
-        *s = (*s - max).exp();
-        sum += *s;
-    }
+    softmax(scores);
     out.fill(0.0);
     for (&p, v) in scores.iter().zip(v.chunks_exact(dim)) {
-        let p = p / sum;
         for (o, &v) in out.iter_mut().zip(v) {
             *o += p * v;
         }
     }
 }
 
-/// A dot product in 8 independent lanes (so that it vectorizes), summed at the end.
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a8
-        .remainder()
-        .iter()
-        .zip(b8.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (a, b) in a8.zip(b8) {
-        for i in 0..8 {
-            lanes[i] += a[i] * b[i];
+/// Softmax in place.
+fn softmax(scores: &mut [f32]) {
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0f32;
+    for s in scores.iter_mut() {
+        *s = (*s - max).exp();
+        sum += *s;
+    }
+    scores.iter_mut().for_each(|s| *s /= sum);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::AttendOne;
+    use std::arch::x86_64::*;
+
+    /// [`super::head`] with AVX2 and FMA, 8 dimensions at a time.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA; `q.len()` is a multiple of 8; `k` and `v` hold `op.len` rows.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn head(
+        op: &AttendOne,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        out: &mut [f32],
+        scores: &mut Vec<f32>,
+    ) {
+        let dim = q.len();
+        assert!(k.len() >= op.len * dim && v.len() >= op.len * dim && out.len() == dim);
+        let (q, k, v, o) = (q.as_ptr(), k.as_ptr(), v.as_ptr(), out.as_mut_ptr());
+        scores.clear();
+        for t in 0..op.len {
+            let row = k.add(t * dim);
+            let (mut a, mut b) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+            let mut c = 0;
+            while c + 16 <= dim {
+                a = _mm256_fmadd_ps(_mm256_loadu_ps(q.add(c)), _mm256_loadu_ps(row.add(c)), a);
+                b = _mm256_fmadd_ps(
+                    _mm256_loadu_ps(q.add(c + 8)),
+                    _mm256_loadu_ps(row.add(c + 8)),
+                    b,
+                );
+                c += 16;
+            }
+            if c < dim {
+                a = _mm256_fmadd_ps(_mm256_loadu_ps(q.add(c)), _mm256_loadu_ps(row.add(c)), a);
+            }
+            let s = _mm256_add_ps(a, b);
+            let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+            let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+            let s = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+            scores.push(s * op.scale);
+        }
+        super::softmax(scores);
+        // The weighted sum of the values, 64 dimensions (8 registers) at a time.
+        let mut c = 0;
+        while c + 64 <= dim {
+            weighted_sum::<8>(scores, v.add(c), dim, o.add(c));
+            c += 64;
+        }
+        while c < dim {
+            weighted_sum::<1>(scores, v.add(c), dim, o.add(c));
+            c += 8;
         }
     }
-    lanes.iter().sum::<f32>() + tail
+
+    /// `out[..8 N] = Σ_t p[t] · v[t·dim..][..8 N]`, the sums kept in registers.
+    #[inline(always)]
+    unsafe fn weighted_sum<const N: usize>(p: &[f32], v: *const f32, dim: usize, out: *mut f32) {
+        let mut acc = [_mm256_setzero_ps(); N];
+        for (t, &p) in p.iter().enumerate() {
+            let (p, row) = (_mm256_set1_ps(p), v.add(t * dim));
+            for (j, acc) in acc.iter_mut().enumerate() {
+                *acc = _mm256_fmadd_ps(p, _mm256_loadu_ps(row.add(8 * j)), *acc);
+            }
+        }
+        for (j, acc) in acc.iter().enumerate() {
+            _mm256_storeu_ps(out.add(8 * j), *acc);
+        }
+    }
 }
 
 /// The contiguous f32 data of a tensor's storage.
@@ -188,7 +232,7 @@ mod tests {
 
     #[test]
     fn scalar_and_simd_heads_agree() {
-        let (dim, len) = (40, 9); // a dimension that is not a multiple of 8
+        let (dim, len) = (40, 9); // 16 + 16 + 8
         let values = |n: usize, f: f32| (0..n).map(|i| ((i as f32) * f).sin()).collect::<Vec<_>>();
         let (q, k, v) = (
             values(dim, 0.7),

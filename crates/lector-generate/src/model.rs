@@ -10,13 +10,14 @@
 //! the keys per query head).
 //!
 //! The matrix products on Q4_0, Q4_1 and Q8_0 weights run on lector's own kernels
-//! ([`crate::qmatmul`], runtime-selected SIMD), other GGUF types on candle's `QMatMul`. Matrices
-//! that multiply the same input (q, k, v; gate, up) are stacked into one product.
+//! ([`crate::qmatmul`], SIMD chosen at run time), other GGUF types on candle's `QMatMul`; matrices
+//! that multiply the same input (q, k, v; gate, up) are stacked into one product. The attention
+//! of a single new position (token generation) is one op ([`crate::attend`]).
 
 use crate::attend::AttendOne;
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
-use crate::qmatmul::QWeights;
+use crate::qmatmul::{Isa, QWeights};
 use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::Embedding;
@@ -96,8 +97,9 @@ impl Config {
     }
 }
 
-/// A weight matrix's product `x Wᵀ`: lector's kernels for the block formats they handle,
-/// candle's `QMatMul` otherwise (and for the f32 reference).
+/// A weight matrix's product `x Wᵀ`: lector's kernels for the block formats they handle, on
+/// CPUs with their SIMD (x86-64 with AVX2); candle's `QMatMul` otherwise (its kernels for other
+/// formats, its NEON code on ARM, and the f32 reference).
 enum Linear {
     Native(QWeights),
     Candle(QMatMul),
@@ -105,7 +107,7 @@ enum Linear {
 
 impl Linear {
     fn new(t: QTensor, dequantize: bool) -> Result<Self> {
-        if !dequantize {
+        if !dequantize && Isa::detect() != Isa::Scalar {
             if let Some(w) = QWeights::from_qtensor(&t)? {
                 return Ok(Linear::Native(w));
             }

@@ -103,22 +103,34 @@ impl Isa {
 
     /// Every instruction set this CPU runs, from the scalar fallback to the best.
     pub fn supported() -> Vec<Isa> {
-        #[allow(unused_mut)]
-        let mut isas = vec![Isa::Scalar];
+        [Isa::Scalar, Isa::Avx2, Isa::AvxVnni, Isa::Avx512Vnni]
+            .into_iter()
+            .filter(|isa| isa.is_supported())
+            .collect()
+    }
+
+    /// Whether this CPU runs the kernels of `self` (a cached feature lookup).
+    pub fn is_supported(self) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            if has!("avx2") && has!("fma") && has!("f16c") {
-                isas.push(Isa::Avx2);
-                if has!("avxvnni") {
-                    isas.push(Isa::AvxVnni);
-                }
-                if has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("avx512vnni") {
-                    isas.push(Isa::Avx512Vnni);
+            let avx2 = has!("avx2") && has!("fma") && has!("f16c");
+            match self {
+                Isa::Scalar => true,
+                Isa::Avx2 => avx2,
+                Isa::AvxVnni => avx2 && has!("avxvnni"),
+                Isa::Avx512Vnni => {
+                    avx2 && has!("avx512f")
+                        && has!("avx512bw")
+                        && has!("avx512vl")
+                        && has!("avx512vnni")
                 }
             }
         }
-        isas
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Isa::Scalar
+        }
     }
 
     /// Weight rows per tile of the several-row kernel: as many as the vector registers allow
@@ -218,7 +230,7 @@ impl QWeights {
         self.matmul_with(Isa::detect(), x, m)
     }
 
-    /// [`QWeights::matmul`] with the kernels of `isa` (which this CPU must support; see
+    /// [`QWeights::matmul`] with the kernels of `isa`; panics when this CPU lacks it (see
     /// [`Isa::supported`]).
     pub fn matmul_with(&self, isa: Isa, x: &[f32], m: usize) -> Vec<f32> {
         assert_eq!(
@@ -227,16 +239,13 @@ impl QWeights {
             "input is not {m} rows of {}",
             self.cols
         );
-        assert!(
-            Isa::supported().contains(&isa),
-            "{isa:?} is not supported here"
-        );
         let acts = QActs::quantize(isa, x, m, self.cols);
         self.matmul_quantized(isa, &acts)
     }
 
     /// The product with activations quantized already.
-    pub fn matmul_quantized(&self, isa: Isa, acts: &QActs) -> Vec<f32> {
+    fn matmul_quantized(&self, isa: Isa, acts: &QActs) -> Vec<f32> {
+        assert!(isa.is_supported(), "{isa:?} is not supported here");
         assert_eq!(acts.cols, self.cols);
         let (m, n) = (acts.rows, self.rows);
         let mut out = vec![0f32; m * n];
@@ -246,8 +255,8 @@ impl QWeights {
         let dst = Dst(out.as_mut_ptr());
         if m == 1 {
             parallel(n, |rows| {
-                // SAFETY: `isa` is supported (checked by the callers) and each call writes only
-                // the outputs of its own rows.
+                // SAFETY: `isa` is supported (checked above) and each call writes only the
+                // outputs of its own rows.
                 unsafe { gemv(isa, self, acts, rows, dst) }
             });
         } else {
@@ -308,9 +317,11 @@ pub struct QActs {
 }
 
 impl QActs {
-    /// Quantizes `m` rows of `k` values (`k` a multiple of 32).
+    /// Quantizes `m` rows of `k` values (`k` a multiple of 32) with the code of `isa` (which
+    /// this CPU must support; all give the same result).
     pub fn quantize(isa: Isa, x: &[f32], m: usize, k: usize) -> QActs {
         assert!(k.is_multiple_of(BLOCK) && x.len() == m * k);
+        assert!(isa.is_supported(), "{isa:?} is not supported here");
         let blocks = k / BLOCK;
         let stride = blocks.div_ceil(8) * 8;
         let padded = if m == 1 {
@@ -333,7 +344,7 @@ impl QActs {
                 let qs: &mut [i8; BLOCK] = (&mut acts.qs[at..at + BLOCK]).try_into().unwrap();
                 let (d, s) = match isa {
                     Isa::Scalar => quantize_block(block, qs),
-                    // SAFETY: every SIMD `Isa` implies AVX2 (`Isa::supported`).
+                    // SAFETY: every supported SIMD `Isa` has AVX2 (`Isa::is_supported`).
                     #[cfg(target_arch = "x86_64")]
                     _ => unsafe { x86::quantize_block(block, qs) },
                     #[cfg(not(target_arch = "x86_64"))]

@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod attend;
 pub mod decode;
 pub mod error;
 pub mod gguf;
@@ -34,6 +35,7 @@ pub mod local;
 pub mod model;
 pub mod openai;
 pub mod options;
+pub mod qmatmul;
 pub mod template;
 pub mod tokenizer;
 

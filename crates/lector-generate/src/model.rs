@@ -8,9 +8,16 @@
 //! (llama.cpp's NORM, interleaved pairs, for Llama; NEOX, split halves, for Qwen2). Grouped-query
 //! attention multiplies each key/value head with its group of query heads directly (no copies of
 //! the keys per query head).
+//!
+//! The matrix products on Q4_0, Q4_1 and Q8_0 weights run on lector's own kernels
+//! ([`crate::qmatmul`], SIMD chosen at run time), other GGUF types on candle's `QMatMul`; matrices
+//! that multiply the same input (q, k, v; gate, up) are stacked into one product. The attention
+//! of a single new position (token generation) is one op ([`crate::attend`]).
 
+use crate::attend::AttendOne;
 use crate::error::{Error, Result};
 use crate::gguf::Gguf;
+use crate::qmatmul::{Isa, QWeights};
 use candle_core::quantized::{QMatMul, QTensor};
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::Embedding;
@@ -90,18 +97,101 @@ impl Config {
     }
 }
 
+/// A weight matrix's product `x Wᵀ`: lector's kernels for the block formats they handle, on
+/// CPUs with their SIMD (x86-64 with AVX2); candle's `QMatMul` otherwise (its kernels for other
+/// formats, its NEON code on ARM, and the f32 reference).
+enum Linear {
+    Native(QWeights),
+    Candle(QMatMul),
+}
+
+impl Linear {
+    fn new(t: QTensor, dequantize: bool) -> Result<Self> {
+        if !dequantize && Isa::detect() != Isa::Scalar {
+            if let Some(w) = QWeights::from_qtensor(&t)? {
+                return Ok(Linear::Native(w));
+            }
+        }
+        to_matmul(t, dequantize).map(Linear::Candle)
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Linear::Native(w) => w.forward(x)?,
+            Linear::Candle(m) => m.forward(x)?,
+        })
+    }
+}
+
+/// Matrices that multiply the same input (q, k, v; gate, up): stacked along the output
+/// dimension into one product (one quantization of the input, one parallel region) when
+/// lector's kernels take them all, separate products otherwise.
+enum Group {
+    Stacked(QWeights, Vec<usize>),
+    Separate(Vec<Linear>),
+}
+
+impl Group {
+    fn new(ts: Vec<QTensor>, dequantize: bool) -> Result<Self> {
+        let linears = ts
+            .into_iter()
+            .map(|t| Linear::new(t, dequantize))
+            .collect::<Result<Vec<_>>>()?;
+        let stackable = match linears.first() {
+            Some(Linear::Native(first)) => linears.iter().all(|l| {
+                matches!(l, Linear::Native(w) if w.format() == first.format() && w.cols() == first.cols())
+            }),
+            _ => false,
+        };
+        if !stackable {
+            return Ok(Group::Separate(linears));
+        }
+        let parts: Vec<QWeights> = linears
+            .into_iter()
+            .filter_map(|l| match l {
+                Linear::Native(w) => Some(w),
+                Linear::Candle(_) => None,
+            })
+            .collect();
+        let sizes = parts.iter().map(QWeights::rows).collect();
+        let stacked = QWeights::stack(parts).expect("one format and width");
+        Ok(Group::Stacked(stacked, sizes))
+    }
+
+    /// The products with the `N` matrices, in the order they were given.
+    fn forward<const N: usize>(&self, x: &Tensor) -> Result<[Tensor; N]> {
+        let products = match self {
+            Group::Separate(ls) => ls
+                .iter()
+                .map(|l| l.forward(x))
+                .collect::<Result<Vec<_>>>()?,
+            Group::Stacked(w, sizes) => {
+                let y = w.forward(x)?;
+                let mut start = 0;
+                let mut parts = Vec::with_capacity(sizes.len());
+                for &n in sizes {
+                    parts.push(y.narrow(D::Minus1, start, n)?);
+                    start += n;
+                }
+                parts
+            }
+        };
+        <[Tensor; N]>::try_from(products)
+            .map_err(|p| Error::Invalid(format!("{} products, not {N}", p.len())))
+    }
+}
+
 struct Layer {
     attn_norm: RmsNorm,
-    q: QMatMul,
-    k: QMatMul,
-    v: QMatMul,
+    /// q, k, v.
+    qkv: Group,
     /// Qwen2's q/k/v biases.
     biases: Option<[Tensor; 3]>,
-    out: QMatMul,
+    out: Linear,
     ffn_norm: RmsNorm,
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
+    /// gate, up.
+    gate_up: Group,
+    down: Linear,
 }
 
 /// The weights of a model; immutable once loaded.
@@ -110,7 +200,7 @@ pub struct Model {
     embed: Embedding,
     layers: Vec<Layer>,
     norm: RmsNorm,
-    output: QMatMul,
+    output: Linear,
     cos: Tensor,
     sin: Tensor,
     device: Device,
@@ -187,7 +277,7 @@ impl Model {
         let mut layers = Vec::with_capacity(config.layers);
         for i in 0..config.layers {
             let mut w = |n: &str| tensor(&format!("blk.{i}.{n}"));
-            let matmul = |t: QTensor| to_matmul(t, dequantize);
+            let linear = |t: QTensor| Linear::new(t, dequantize);
             let biases = match config.architecture {
                 Architecture::Llama => None,
                 Architecture::Qwen2 => Some([
@@ -198,15 +288,19 @@ impl Model {
             };
             layers.push(Layer {
                 attn_norm: RmsNorm::from_qtensor(w("attn_norm.weight")?, config.rms_eps)?,
-                q: matmul(w("attn_q.weight")?)?,
-                k: matmul(w("attn_k.weight")?)?,
-                v: matmul(w("attn_v.weight")?)?,
+                qkv: Group::new(
+                    vec![
+                        w("attn_q.weight")?,
+                        w("attn_k.weight")?,
+                        w("attn_v.weight")?,
+                    ],
+                    dequantize,
+                )?,
                 biases,
-                out: matmul(w("attn_output.weight")?)?,
+                out: linear(w("attn_output.weight")?)?,
                 ffn_norm: RmsNorm::from_qtensor(w("ffn_norm.weight")?, config.rms_eps)?,
-                gate: matmul(w("ffn_gate.weight")?)?,
-                up: matmul(w("ffn_up.weight")?)?,
-                down: matmul(w("ffn_down.weight")?)?,
+                gate_up: Group::new(vec![w("ffn_gate.weight")?, w("ffn_up.weight")?], dequantize)?,
+                down: linear(w("ffn_down.weight")?)?,
             });
         }
         let (cos, sin) = rope_tables(&config, &device)?;
@@ -215,7 +309,7 @@ impl Model {
             embed,
             layers,
             norm,
-            output: to_matmul(output, dequantize)?,
+            output: Linear::new(output, dequantize)?,
             cos,
             sin,
             device,
@@ -268,7 +362,8 @@ impl Model {
             let h = self.attention(layer, &h, pos, kv, mask.as_ref())?;
             x = (x + h)?;
             let h = layer.ffn_norm.forward(&x)?;
-            let h = (layer.gate.forward(&h)?.silu()? * layer.up.forward(&h)?)?;
+            let [gate, up] = layer.gate_up.forward(&h)?;
+            let h = (gate.silu()? * up)?;
             x = (x + layer.down.forward(&h)?)?;
         }
         cache.len += seq;
@@ -287,11 +382,7 @@ impl Model {
     ) -> Result<Tensor> {
         let c = &self.config;
         let (batch, seq, _) = x.dims3()?;
-        let (mut q, mut k, mut v) = (
-            layer.q.forward(x)?,
-            layer.k.forward(x)?,
-            layer.v.forward(x)?,
-        );
+        let [mut q, mut k, mut v] = layer.qkv.forward(x)?;
         if let Some([bq, bk, bv]) = &layer.biases {
             q = q.broadcast_add(bq)?;
             k = k.broadcast_add(bk)?;
@@ -307,10 +398,21 @@ impl Model {
         let v = heads(v, c.kv_heads)?;
         k_cache.slice_set(&k, 2, pos)?;
         v_cache.slice_set(&v, 2, pos)?;
+        // Query heads grouped by the key/value head they share.
+        let group = c.heads / c.kv_heads;
+        if seq == 1 {
+            let attend = AttendOne {
+                len: pos + 1,
+                group,
+                scale: 1.0 / (c.head_dim as f32).sqrt(),
+            };
+            return layer
+                .out
+                .forward(&q.apply_op3_no_bwd(k_cache, v_cache, &attend)?);
+        }
         let keys = k_cache.narrow(2, 0, pos + seq)?;
         let values = v_cache.narrow(2, 0, pos + seq)?;
-        // Query heads grouped by the key/value head they share: (batch, kv_heads, group * seq, dim).
-        let group = c.heads / c.kv_heads;
+        // (batch, kv_heads, group * seq, dim)
         let q = q.reshape((batch, c.kv_heads, group * seq, c.head_dim))?;
         let scores = (q.matmul(&keys.t()?)? / (c.head_dim as f64).sqrt())?;
         let scores = match mask {
@@ -326,7 +428,7 @@ impl Model {
             .reshape((batch, c.heads, seq, c.head_dim))?
             .transpose(1, 2)?
             .reshape((batch, seq, c.heads * c.head_dim))?;
-        Ok(layer.out.forward(&y)?)
+        layer.out.forward(&y)
     }
 
     fn rope(&self, x: &Tensor, pos: usize) -> Result<Tensor> {

@@ -27,8 +27,10 @@ TEXT = ("Super Bowl 50 was an American football game to determine the champion o
 "Football League (NFL) for the 2015 season. The American Football Conference (AFC) champion Denver Broncos "
 "defeated the National Football Conference (NFC) champion Carolina Panthers 24-10 to earn their third Super "
 "Bowl title. ")
-llm = llama_cpp.Llama(model_path=path, n_ctx=prompt_len + generated + 8, n_batch=max(512, prompt_len),
-                      n_ubatch=max(512, prompt_len), n_threads=threads, n_threads_batch=threads, verbose=False)
+# n_batch covers the whole context: llama-cpp-python keeps n_batch rows of scores, read below by position.
+n_ctx = prompt_len + generated + 8
+llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=max(512, n_ctx), n_ubatch=max(512, n_ctx),
+                      n_threads=threads, n_threads_batch=threads, verbose=False)
 prompt = llm.tokenize((TEXT * (prompt_len // 40 + 1)).encode(), add_bos=False, special=False)[:prompt_len]
 best_pp = best_tg = 0.0
 for _ in range(repeats + 1):  # the first round warms up

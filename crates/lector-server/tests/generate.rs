@@ -342,13 +342,21 @@ fn streamed_chunks_add_up_to_the_whole_greedy_completion() {
     assert_eq!(choice["index"], 0);
     assert_eq!(choice["message"]["role"], "assistant");
     let text = choice["message"]["content"].as_str().unwrap();
-    assert_eq!(text, in_process(&france(), 8).text);
-    assert_eq!(choice["finish_reason"], "length");
+    // Whether the greedy answer ends within 8 tokens depends on the model's near-ties (quantized
+    // arithmetic); the server must report exactly what the model did in process.
+    let local = in_process(&france(), 8);
+    assert_eq!(text, local.text);
+    let finish = match local.finish_reason {
+        FinishReason::Length => "length",
+        _ => "stop",
+    };
+    let generated = local.timings.generated_tokens as u64;
+    assert_eq!(choice["finish_reason"], finish);
     let usage = &whole["usage"];
-    assert_eq!(usage["completion_tokens"], 8);
+    assert_eq!(usage["completion_tokens"].as_u64(), Some(generated));
     assert_eq!(
         usage["total_tokens"].as_u64(),
-        Some(usage["prompt_tokens"].as_u64().unwrap() + 8)
+        Some(usage["prompt_tokens"].as_u64().unwrap() + generated)
     );
 
     let mut streamed = request.clone();
@@ -379,14 +387,15 @@ fn streamed_chunks_add_up_to_the_whole_greedy_completion() {
     }
     assert_eq!(concatenated, text, "the chunks add up to the whole text");
     let final_chunk = chunks.last().unwrap();
-    assert_eq!(final_chunk["choices"][0]["finish_reason"], "length");
+    assert_eq!(final_chunk["choices"][0]["finish_reason"], finish);
     assert_eq!(final_chunk["usage"], whole["usage"]);
 
     let metrics = server.metrics();
     for line in [
-        "lector_http_requests_total{route=\"/v1/chat/completions\",method=\"POST\",status=\"200\"} 2",
-        "lector_generations_total{finish_reason=\"length\"} 2",
-        "lector_generated_tokens_total 16",
+        "lector_http_requests_total{route=\"/v1/chat/completions\",method=\"POST\",status=\"200\"} 2"
+            .to_string(),
+        format!("lector_generations_total{{finish_reason=\"{finish}\"}} 2"),
+        format!("lector_generated_tokens_total {}", 2 * generated),
     ] {
         assert!(metrics.lines().any(|l| l == line), "no `{line}` in\n{metrics}");
     }

@@ -22,14 +22,16 @@ fn sample() -> PathBuf {
 
 /// An index of the bundled sample in `dir/index`.
 fn index(dir: &Path) -> String {
-    let index = dir.join("index").to_string_lossy().into_owned();
-    let out = lector(&[
-        "index",
-        "add",
-        &sample().to_string_lossy(),
-        "--index",
-        &index,
-    ]);
+    index_with(dir, "index", &[])
+}
+
+/// The bundled sample indexed into `dir/name` with `extra` flags for `lector index add`.
+fn index_with(dir: &Path, name: &str, extra: &[&str]) -> String {
+    let index = dir.join(name).to_string_lossy().into_owned();
+    let sample = sample().to_string_lossy().into_owned();
+    let mut args = vec!["index", "add", sample.as_str(), "--index", index.as_str()];
+    args.extend_from_slice(extra);
+    let out = lector(&args);
     assert!(
         out.status.success(),
         "{}",
@@ -284,21 +286,7 @@ fn the_web_page_answers_in_headless_chromium() {
 
 /// The sample indexed with passage vectors (all-MiniLM-L6-v2, fetched into the cache if missing).
 fn dense_index(dir: &Path) -> String {
-    let index = dir.join("dense").to_string_lossy().into_owned();
-    let out = lector(&[
-        "index",
-        "add",
-        &sample().to_string_lossy(),
-        "--dense",
-        "--index",
-        &index,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    index
+    index_with(dir, "dense", &["--dense"])
 }
 
 fn retrievers(hit: &Value) -> Vec<String> {

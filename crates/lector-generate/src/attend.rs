@@ -2,12 +2,19 @@
 //!
 //! Through candle this step is a chain of small ops (two batched matrix products whose general
 //! GEMM repacks the cached keys every call, a softmax, reshapes and transposes), a large part of
-//! the time per generated token for a small model. Here it is one pass per query head over the
-//! cached keys and values, the heads spread over candle's thread pool, with AVX2 and FMA when
-//! the CPU has them (chosen at run time), plain Rust otherwise.
+//! the time per generated token for a small model. Here it is one op: the cached positions are cut
+//! into chunks of [`CHUNK`], and each (key/value head, chunk) unit, spread over candle's thread
+//! pool, scores the chunk's keys against the query heads that share them and sums its values
+//! weighted by the unnormalized softmax; the chunks are then merged with their maxima (as in
+//! flash-decoding). Every cached key and value is read from memory once per step, whatever the
+//! context length or the number of query heads per key/value head. AVX2 and FMA when the CPU has
+//! them (chosen at run time), plain Rust otherwise.
 
 use candle_core::{CpuStorage, CustomOp3, Layout, Shape};
 use std::ops::Range;
+
+/// Cached positions per unit of work.
+pub const CHUNK: usize = 128;
 
 /// `softmax(q kᵀ · scale) v` for a single query position, as a candle op on
 /// `(q, k_cache, v_cache)`: `q` is `(batch, heads, 1, head_dim)`, the caches
@@ -20,74 +27,99 @@ pub struct AttendOne {
     pub scale: f32,
 }
 
-impl AttendOne {
-    /// The attention of one query head, written to `out`.
-    fn head(&self, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], scores: &mut Vec<f32>) {
-        #[cfg(target_arch = "x86_64")]
-        if q.len().is_multiple_of(8)
+/// Whether the AVX2 code runs here (for this head dimension).
+fn simd(dim: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        dim.is_multiple_of(8)
             && std::arch::is_x86_feature_detected!("avx2")
             && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU has AVX2 and FMA; the head dimension is a multiple of 8.
-            return unsafe { x86::head(self, q, k, v, out, scores) };
-        }
-        head(self, q, k, v, out, scores)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = dim;
+        false
     }
 }
 
-/// One query head: `q` and `out` of `head_dim` values, `k` and `v` the head's cached rows (at
-/// least `len`).
-fn head(op: &AttendOne, q: &[f32], k: &[f32], v: &[f32], out: &mut [f32], scores: &mut Vec<f32>) {
+/// One query head over one chunk: `keys` and `values` hold the chunk's rows. Writes
+/// `[max, Σ exp(s - max), Σ exp(s - max) v...]` (`head_dim + 2` values) to `part`, where `s` are
+/// the scaled scores; `scores` is scratch.
+fn chunk(
+    simd: bool,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    scale: f32,
+    scores: &mut [f32],
+    part: &mut [f32],
+) {
     let dim = q.len();
-    scores.clear();
-    scores.extend(
-        k.chunks_exact(dim)
-            .take(op.len)
-            .map(|k| q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * op.scale),
-    );
-    softmax(scores);
-    out.fill(0.0);
-    for (&p, v) in scores.iter().zip(v.chunks_exact(dim)) {
-        for (o, &v) in out.iter_mut().zip(v) {
-            *o += p * v;
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: `simd` is true only with AVX2 and FMA and a head dimension a multiple of 8.
+        unsafe { x86::scores(q, keys, scale, scores) };
+    }
+    if !simd {
+        for (s, k) in scores.iter_mut().zip(keys.chunks_exact(dim)) {
+            *s = q.iter().zip(k).map(|(a, b)| a * b).sum::<f32>() * scale;
         }
     }
-}
-
-/// Softmax in place.
-fn softmax(scores: &mut [f32]) {
     let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0f32;
     for s in scores.iter_mut() {
         *s = (*s - max).exp();
         sum += *s;
     }
-    scores.iter_mut().for_each(|s| *s /= sum);
+    let (ml, acc) = part.split_at_mut(2);
+    (ml[0], ml[1]) = (max, sum);
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        // SAFETY: as above.
+        unsafe { x86::weighted_sum(scores, values, acc) };
+        return;
+    }
+    acc.fill(0.0);
+    for (&p, v) in scores.iter().zip(values.chunks_exact(dim)) {
+        for (o, &v) in acc.iter_mut().zip(v) {
+            *o += p * v;
+        }
+    }
+}
+
+/// Merges the chunks of one head (`head_dim + 2` values each, see [`chunk`]) into `out`.
+fn merge(parts: &[f32], out: &mut [f32]) {
+    let stride = out.len() + 2;
+    let max = parts
+        .chunks_exact(stride)
+        .map(|p| p[0])
+        .fold(f32::NEG_INFINITY, f32::max);
+    out.fill(0.0);
+    let mut sum = 0f32;
+    for part in parts.chunks_exact(stride) {
+        let w = (part[0] - max).exp();
+        sum += w * part[1];
+        for (o, &a) in out.iter_mut().zip(&part[2..]) {
+            *o += w * a;
+        }
+    }
+    out.iter_mut().for_each(|o| *o /= sum);
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::AttendOne;
     use std::arch::x86_64::*;
 
-    /// [`super::head`] with AVX2 and FMA, 8 dimensions at a time.
+    /// `scores[t] = q · keys[t] · scale`, 16 dimensions at a time.
     ///
     /// # Safety
-    /// The CPU has AVX2 and FMA; `q.len()` is a multiple of 8; `k` and `v` hold `op.len` rows.
+    /// The CPU has AVX2 and FMA; `q.len()` is a multiple of 8; `keys` holds `scores.len()` rows.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn head(
-        op: &AttendOne,
-        q: &[f32],
-        k: &[f32],
-        v: &[f32],
-        out: &mut [f32],
-        scores: &mut Vec<f32>,
-    ) {
+    pub unsafe fn scores(q: &[f32], keys: &[f32], scale: f32, scores: &mut [f32]) {
         let dim = q.len();
-        assert!(k.len() >= op.len * dim && v.len() >= op.len * dim && out.len() == dim);
-        let (q, k, v, o) = (q.as_ptr(), k.as_ptr(), v.as_ptr(), out.as_mut_ptr());
-        scores.clear();
-        for t in 0..op.len {
+        assert!(keys.len() >= scores.len() * dim);
+        let (q, k) = (q.as_ptr(), keys.as_ptr());
+        for (t, score) in scores.iter_mut().enumerate() {
             let row = k.add(t * dim);
             let (mut a, mut b) = (_mm256_setzero_ps(), _mm256_setzero_ps());
             let mut c = 0;
@@ -106,25 +138,33 @@ mod x86 {
             let s = _mm256_add_ps(a, b);
             let s = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
             let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-            let s = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-            scores.push(s * op.scale);
+            *score = _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s))) * scale;
         }
-        super::softmax(scores);
-        // The weighted sum of the values, 64 dimensions (8 registers) at a time.
+    }
+
+    /// `out = Σ_t p[t] · values[t]`, 64 dimensions (8 registers) at a time.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA; `out.len()` is a multiple of 8; `values` holds `p.len()` rows.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn weighted_sum(p: &[f32], values: &[f32], out: &mut [f32]) {
+        let dim = out.len();
+        assert!(dim.is_multiple_of(8) && values.len() >= p.len() * dim);
+        let (v, o) = (values.as_ptr(), out.as_mut_ptr());
         let mut c = 0;
         while c + 64 <= dim {
-            weighted_sum::<8>(scores, v.add(c), dim, o.add(c));
+            columns::<8>(p, v.add(c), dim, o.add(c));
             c += 64;
         }
         while c < dim {
-            weighted_sum::<1>(scores, v.add(c), dim, o.add(c));
+            columns::<1>(p, v.add(c), dim, o.add(c));
             c += 8;
         }
     }
 
-    /// `out[..8 N] = Σ_t p[t] · v[t·dim..][..8 N]`, the sums kept in registers.
+    /// [`weighted_sum`] for the `8 N` columns at `v`, the sums kept in registers.
     #[inline(always)]
-    unsafe fn weighted_sum<const N: usize>(p: &[f32], v: *const f32, dim: usize, out: *mut f32) {
+    unsafe fn columns<const N: usize>(p: &[f32], v: *const f32, dim: usize, out: *mut f32) {
         let mut acc = [_mm256_setzero_ps(); N];
         for (t, &p) in p.iter().enumerate() {
             let (p, row) = (_mm256_set1_ps(p), v.add(t * dim));
@@ -149,17 +189,17 @@ fn contiguous<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> candle_core::Res
     }
 }
 
-/// A pointer to the output, shared by the threads that write disjoint heads of it.
+/// A pointer to the chunk results, shared by the threads that write disjoint parts of them.
 #[derive(Clone, Copy)]
 struct Dst(*mut f32);
 
-// SAFETY: the threads write disjoint heads and the buffer outlives the parallel region.
+// SAFETY: the threads write disjoint parts and the buffer outlives the parallel region.
 unsafe impl Send for Dst {}
 unsafe impl Sync for Dst {}
 
 impl Dst {
     /// # Safety
-    /// In bounds, and no other thread writes these elements.
+    /// In bounds, and no other thread accesses these elements meanwhile.
     unsafe fn slice<'a>(self, range: Range<usize>) -> &'a mut [f32] {
         unsafe { std::slice::from_raw_parts_mut(self.0.add(range.start), range.len()) }
     }
@@ -185,6 +225,7 @@ impl CustomOp3 for AttendOne {
             || kl.shape() != vl.shape()
             || (kb, kdim) != (batch, dim)
             || kv_heads * self.group != heads
+            || self.len == 0
             || self.len > capacity
         {
             candle_core::bail!(
@@ -201,26 +242,45 @@ impl CustomOp3 for AttendOne {
             contiguous(ks, kl, "keys")?,
             contiguous(vs, vl, "values")?,
         );
-        let mut out = vec![0f32; batch * heads * dim];
-        let dst = Dst(out.as_mut_ptr());
-        let cached = capacity * dim;
-        candle_core::utils::barrier_pool().execute_chunked(batch * heads, |units| {
-            let mut scores = Vec::with_capacity(self.len);
+        let simd = simd(dim);
+        let chunks = self.len.div_ceil(CHUNK);
+        // Per query head and chunk: max, sum, weighted values.
+        let stride = dim + 2;
+        let mut parts = vec![0f32; batch * heads * chunks * stride];
+        let dst = Dst(parts.as_mut_ptr());
+        let units = batch * kv_heads * chunks;
+        candle_core::utils::barrier_pool().execute_chunked(units, |units| {
+            let mut scores = vec![0f32; CHUNK];
             for unit in units {
-                let (b, h) = (unit / heads, unit % heads);
-                let kv = (b * kv_heads + h / self.group) * cached;
-                // SAFETY: unit `unit` alone writes its `dim` outputs.
-                let out = unsafe { dst.slice(unit * dim..(unit + 1) * dim) };
-                let q = &q[unit * dim..(unit + 1) * dim];
-                self.head(
-                    q,
-                    &k[kv..kv + cached],
-                    &v[kv..kv + cached],
-                    out,
-                    &mut scores,
-                );
+                // Key/value head `kv` of all batch rows (b * kv_heads + kv_head), chunk `c`.
+                let (kv, c) = (unit / chunks, unit % chunks);
+                let (t0, t1) = (c * CHUNK, ((c + 1) * CHUNK).min(self.len));
+                let rows = (kv * capacity + t0) * dim..(kv * capacity + t1) * dim;
+                let (keys, values) = (&k[rows.clone()], &v[rows]);
+                for h in kv * self.group..(kv + 1) * self.group {
+                    let at = (h * chunks + c) * stride;
+                    // SAFETY: unit (kv, c) alone writes the parts of its heads' chunk c.
+                    let part = unsafe { dst.slice(at..at + stride) };
+                    let q = &q[h * dim..(h + 1) * dim];
+                    chunk(
+                        simd,
+                        q,
+                        keys,
+                        values,
+                        self.scale,
+                        &mut scores[..t1 - t0],
+                        part,
+                    );
+                }
             }
         });
+        let mut out = vec![0f32; batch * heads * dim];
+        for (out, parts) in out
+            .chunks_exact_mut(dim)
+            .zip(parts.chunks_exact(chunks * stride))
+        {
+            merge(parts, out);
+        }
         Ok((CpuStorage::F32(out), Shape::from((batch, 1, heads * dim))))
     }
 }
@@ -230,62 +290,56 @@ mod tests {
     use super::*;
     use candle_core::{Device, Tensor};
 
+    fn values(n: usize, f: f32) -> Vec<f32> {
+        (0..n).map(|i| ((i as f32) * f).sin()).collect()
+    }
+
     #[test]
-    fn scalar_and_simd_heads_agree() {
-        let (dim, len) = (40, 9); // 16 + 16 + 8
-        let values = |n: usize, f: f32| (0..n).map(|i| ((i as f32) * f).sin()).collect::<Vec<_>>();
+    fn scalar_and_simd_chunks_agree() {
+        let (dim, len) = (40, 9); // 16 + 16 + 8 dimensions
         let (q, k, v) = (
             values(dim, 0.7),
             values(len * dim, 1.3),
             values(len * dim, 0.3),
         );
-        let op = AttendOne {
-            len,
-            group: 1,
-            scale: 0.2,
-        };
-        let (mut plain, mut scores) = (vec![0f32; dim], Vec::new());
-        head(&op, &q, &k, &v, &mut plain, &mut scores);
-        let mut dispatched = vec![0f32; dim];
-        op.head(&q, &k, &v, &mut dispatched, &mut scores);
-        for (a, b) in plain.iter().zip(&dispatched) {
-            assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+        let mut scores = vec![0f32; len];
+        let (mut plain, mut fast) = (vec![0f32; dim + 2], vec![0f32; dim + 2]);
+        chunk(false, &q, &k, &v, 0.2, &mut scores, &mut plain);
+        chunk(simd(dim), &q, &k, &v, 0.2, &mut scores, &mut fast);
+        for (a, b) in plain.iter().zip(&fast) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
         }
-        assert!(plain.iter().any(|&x| x.abs() > 0.01));
+        assert!(plain[2..].iter().any(|&x| x.abs() > 0.01));
     }
 
-    /// Against the same attention through candle's ops (what the model runs for prompts).
+    /// Against the same attention through candle's ops (what the model runs for prompts), with
+    /// one chunk and with several.
     #[test]
     fn equals_candle_ops() {
-        let (batch, kv_heads, group, capacity, dim, len) = (2, 3, 3, 11, 64, 7);
-        let heads = kv_heads * group;
-        let dev = &Device::Cpu;
-        let mut seed = 1u32;
-        let mut rand = |n: usize| -> Vec<f32> {
-            (0..n)
-                .map(|_| {
-                    seed = seed.wrapping_mul(1664525).wrapping_add(1013904223);
-                    (seed >> 8) as f32 / (1 << 23) as f32 - 1.0
-                })
-                .collect()
-        };
-        let q = Tensor::from_vec(rand(batch * heads * dim), (batch, heads, 1, dim), dev).unwrap();
-        let cache = (batch, kv_heads, capacity, dim);
-        let k = Tensor::from_vec(rand(batch * kv_heads * capacity * dim), cache, dev).unwrap();
-        let v = Tensor::from_vec(rand(batch * kv_heads * capacity * dim), cache, dev).unwrap();
-        let scale = 1.0 / (dim as f32).sqrt();
-        let attend = AttendOne { len, group, scale };
-        let got = q.apply_op3_no_bwd(&k, &v, &attend).unwrap();
-        assert_eq!(got.dims(), &[batch, 1, heads * dim]);
+        for (capacity, len) in [(11, 7), (2 * CHUNK + 40, 2 * CHUNK + 31)] {
+            let (batch, kv_heads, group, dim) = (2, 3, 3, 64);
+            let heads = kv_heads * group;
+            let dev = &Device::Cpu;
+            let cache = (batch, kv_heads, capacity, dim);
+            let n = batch * kv_heads * capacity * dim;
+            let q = values(batch * heads * dim, 0.37);
+            let q = Tensor::from_vec(q, (batch, heads, 1, dim), dev).unwrap();
+            let k = Tensor::from_vec(values(n, 0.71), cache, dev).unwrap();
+            let v = Tensor::from_vec(values(n, 0.13), cache, dev).unwrap();
+            let scale = 1.0 / (dim as f32).sqrt();
+            let attend = AttendOne { len, group, scale };
+            let got = q.apply_op3_no_bwd(&k, &v, &attend).unwrap();
+            assert_eq!(got.dims(), &[batch, 1, heads * dim]);
 
-        let keys = k.narrow(2, 0, len).unwrap();
-        let values = v.narrow(2, 0, len).unwrap();
-        let q = q.reshape((batch, kv_heads, group, dim)).unwrap();
-        let scores = (q.matmul(&keys.t().unwrap()).unwrap() * f64::from(scale)).unwrap();
-        let probs = candle_nn::ops::softmax_last_dim(&scores).unwrap();
-        let want = probs.matmul(&values.contiguous().unwrap()).unwrap();
-        let want = want.reshape((batch, 1, heads * dim)).unwrap();
-        let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap();
-        assert!(diff.to_scalar::<f32>().unwrap() < 1e-5);
+            let keys = k.narrow(2, 0, len).unwrap();
+            let values = v.narrow(2, 0, len).unwrap().contiguous().unwrap();
+            let q = q.reshape((batch, kv_heads, group, dim)).unwrap();
+            let scores = (q.matmul(&keys.t().unwrap()).unwrap() * f64::from(scale)).unwrap();
+            let probs = candle_nn::ops::softmax_last_dim(&scores).unwrap();
+            let want = probs.matmul(&values).unwrap();
+            let want = want.reshape((batch, 1, heads * dim)).unwrap();
+            let diff = (got - want).unwrap().abs().unwrap().max_all().unwrap();
+            assert!(diff.to_scalar::<f32>().unwrap() < 1e-5, "len {len}");
+        }
     }
 }

@@ -6,8 +6,11 @@ them), max 256 tokens, batch 32, the same threads on both sides. Runs alternate;
 excluded on both sides), the median over rounds, the ratio, and how far the two sets of vectors agree.
 
     python3 bench/embed_speed.py [--texts 2000] [--threads 2] [--rounds 3] [--precisions f32,bf16]
+                                 [--peer-precisions f32,bf16]
 
-`--precisions` runs lector once per listed `--precision` in every round (bf16: bfloat16 products).
+`--precisions` runs lector once per listed `--precision` in every round (bf16: bfloat16 products);
+`--peer-precisions` likewise sentence-transformers (bf16: torch.autocast on the CPU). Ratios are printed
+against each peer run and against the fastest.
 
 The sentence-transformers side runs in the environment of tools/setup-hf.sh.
 """
@@ -25,7 +28,7 @@ PEER = r"""
 import json, sys, time
 import numpy as np, torch
 from sentence_transformers import SentenceTransformer, models
-model_dir, texts_path, out, threads, batch = sys.argv[1:6]
+model_dir, texts_path, out, threads, batch, precision = sys.argv[1:7]
 torch.set_num_threads(int(threads))
 encoder = models.Transformer(model_dir, max_seq_length=256)
 pooling = models.Pooling(encoder.get_word_embedding_dimension(), pooling_mode="mean")
@@ -34,11 +37,14 @@ texts = []
 for line in open(texts_path, encoding="utf-8"):
     d = json.loads(line)
     texts.append((d["title"] + " " + d["text"]).strip())
-model.encode(texts[:64], batch_size=int(batch))  # warm-up, as lector's first batch is not timed apart
-start = time.perf_counter()
-vectors = model.encode(texts, batch_size=int(batch), convert_to_numpy=True)
-seconds = time.perf_counter() - start
-np.save(out, vectors.astype(np.float32))
+# bf16: torch's CPU autocast (linear layers in bfloat16, softmax and LayerNorm in float32, as lector's bf16).
+autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
+with autocast:
+    model.encode(texts[:64], batch_size=int(batch))  # warm-up, as lector's first batch is not timed apart
+    start = time.perf_counter()
+    vectors = model.encode(texts, batch_size=int(batch), convert_to_tensor=True)
+    seconds = time.perf_counter() - start
+np.save(out, vectors.float().cpu().numpy())
 print(json.dumps({"texts": len(texts), "seconds": seconds, "texts_per_second": len(texts) / seconds}))
 """
 
@@ -56,9 +62,11 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--precisions", default="f32", help="lector's --precision values to run, e.g. f32,bf16")
+    parser.add_argument("--peer-precisions", default="f32", help="sentence-transformers precisions, e.g. f32,bf16")
     parser.add_argument("--lector", help="use this lector binary instead of building the release one")
     args = parser.parse_args()
     precisions = args.precisions.split(",")
+    peers = [f"sentence-transformers {p}" for p in args.peer_precisions.split(",")]
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     lector = args.lector or os.path.join(target, "release", "lector")
     if not args.lector:
@@ -68,7 +76,7 @@ def main():
     model_dir = subprocess.run([lector, "models", "pull", "embedder"], check=True, capture_output=True,
                                text=True).stdout.split(": ", 1)[1].strip()
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
-    rates = {**{f"lector {p}": [] for p in precisions}, "sentence-transformers": []}
+    rates = {**{f"lector {p}": [] for p in precisions}, **{peer: [] for peer in peers}}
     with tempfile.TemporaryDirectory() as tmp:
         texts = os.path.join(tmp, "texts.jsonl")
         with open(CORPUS, encoding="utf-8") as src, open(texts, "w", encoding="utf-8") as dst:
@@ -78,28 +86,34 @@ def main():
                 d = json.loads(line)
                 dst.write(json.dumps({"title": d.get("title", ""), "text": d["text"]}) + "\n")
         ours = {p: os.path.join(tmp, f"lector-{p}.npy") for p in precisions}
-        theirs = os.path.join(tmp, "st.npy")
+        theirs = {peer: os.path.join(tmp, f"st-{peer.split()[-1]}.npy") for peer in peers}
         for _ in range(args.rounds):
             for p in precisions:
                 out = subprocess.run([lector, "models", "embed", texts, "--out", ours[p], "--json", "--precision", p],
                                      check=True, capture_output=True, text=True, env=env).stdout
                 rates[f"lector {p}"].append(json.loads(out)["texts_per_second"])
-            out = subprocess.run([python, "-c", PEER, model_dir, texts, theirs, str(args.threads), "32"], check=True,
-                                 capture_output=True, text=True, env=env).stdout
-            rates["sentence-transformers"].append(json.loads(out.strip().splitlines()[-1])["texts_per_second"])
+            for peer in peers:
+                out = subprocess.run([python, "-c", PEER, model_dir, texts, theirs[peer], str(args.threads), "32",
+                                      peer.split()[-1]], check=True, capture_output=True, text=True, env=env).stdout
+                rates[peer].append(json.loads(out.strip().splitlines()[-1])["texts_per_second"])
             print("round: " + ", ".join(f"{k} {v[-1]:.1f} texts/s" for k, v in rates.items()), flush=True)
-        agree = {p: subprocess.run([python, "-c", AGREE, ours[p], theirs], check=True, capture_output=True,
-                                   text=True).stdout.split() for p in precisions}
+        # Agreement with the float32 peer when it ran (the reference numbers), else the first.
+        reference = theirs.get("sentence-transformers f32", theirs[peers[0]])
+        runs = {**{f"lector {p}": ours[p] for p in precisions}, **theirs}
+        agree = {name: subprocess.run([python, "-c", AGREE, path, reference], check=True, capture_output=True,
+                                      text=True).stdout.split() for name, path in runs.items()}
     med = {k: statistics.median(v) for k, v in rates.items()}
     print(f"\n{args.texts} SciFact abstracts, all-MiniLM-L6-v2, {args.threads} threads, batch 32, "
           f"median of {args.rounds} rounds")
     print(f"{'system':<24}{'texts/s':>10}")
     for name, rate in med.items():
         print(f"{name:<24}{rate:>10.1f}")
+    fastest = max(peers, key=med.get)
+    for name in rates:
+        print(f"{name}: min cosine {agree[name][0]}, max |diff| {agree[name][1]} against the float32 peer")
     for p in precisions:
-        print(f"lector {p}: ratio lector / sentence-transformers "
-              f"{med[f'lector {p}'] / med['sentence-transformers']:.2f}x; "
-              f"agreement: min cosine {agree[p][0]}, max |diff| {agree[p][1]}")
+        ratios = ", ".join(f"{med[f'lector {p}'] / med[peer]:.2f}x vs {peer}" for peer in peers)
+        print(f"lector {p}: {ratios}; {med[f'lector {p}'] / med[fastest]:.2f}x vs the fastest peer ({fastest})")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@ shapes and the real token counts, against a plain matrix product of the model's 
 (candle's `Tensor::matmul`, lector's one-`gemm`-per-thread, torch's `linear`), all on 2 threads.
 
     python3 bench/reader_speed.py [--limit 2000] [--batch-sizes 1,8,32] [--rounds 1] [--no-gflops]
-                                  [--precisions f32,bf16]
+                                  [--precisions f32,bf16] [--peer-precisions f32,bf16] [--lector BIN]
 
 `--precisions` runs lector once per listed `--precision` in every round (bf16: bfloat16 products, see the
-README); each is compared with the pipeline, answers and speed.
+README); each is compared with the pipeline, answers and speed. `--peer-precisions f32,bf16` also runs the
+pipeline under torch's CPU autocast to bfloat16; answers are compared with the float32 pipeline, speed with the
+fastest pipeline run of any batch size and precision. `--lector BIN` skips the release build.
 
 The pipeline side runs in the environment of tools/setup-hf.sh (transformers<5, torch CPU).
 """
@@ -45,10 +47,11 @@ def run_lector(lector, limit, out, precision):
     return float(re.search(r"\(([\d.]+) questions/s\)", text).group(1)), rss
 
 
-def run_pipeline(python, limit, batch, out):
+def run_pipeline(python, limit, batch, out, precision):
+    autocast = ["--autocast-bf16"] if precision == "bf16" else []
     text, rss = peak_rss_mb([python, os.path.join(ROOT, "tools", "hf_qa_reference.py"), "--model", MODEL, "--data", DATA,
                              "--limit", str(limit), "--batch-size", str(batch), "--threads", "2", "--out", out,
-                             "--no-eval", "--quiet"])
+                             "--no-eval", "--quiet"] + autocast)
     summary = json.loads(text[text.index("{"):text.rindex("}") + 1])
     return float(summary["questions_per_s"]), rss
 
@@ -63,7 +66,7 @@ def report_gflops(python, target, limit, secs, best_batch):
     """Prints the achieved GFLOP/s of both readers next to plain matrix products on the same machine."""
     gflops_py = os.path.join(ROOT, "bench", "gflops.py")
     run = lambda cmd, env=None: subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
-    batch = int(best_batch.split("=")[1])
+    batch = int(best_batch.split("=")[1].split()[0])
     work = json.loads(run([python, gflops_py, "count", "--limit", str(limit), "--batch-size", str(batch)]))
     torch_rows = [json.loads(line) for line in run([python, gflops_py, "matmul", "--threads", "2"]).splitlines()]
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-models", "--example", "matmul_speed"],
@@ -92,11 +95,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-gflops", action="store_true", help="skip the GFLOP/s report")
     parser.add_argument("--precisions", default="f32", help="lector's --precision values to run, e.g. f32,bf16")
+    parser.add_argument("--peer-precisions", default="f32", help="the pipeline's precisions, e.g. f32,bf16")
+    parser.add_argument("--lector", help="use this lector binary instead of building the release one")
     args = parser.parse_args()
     precisions = args.precisions.split(",")
+    peer_precisions = args.peer_precisions.split(",")
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
-    lector = os.path.join(target, "release", "lector")
+    lector = args.lector or os.path.join(target, "release", "lector")
+    if not args.lector:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
     python = subprocess.run(["bash", os.path.join(ROOT, "tools", "setup-hf.sh")], check=True, capture_output=True,
                             text=True).stdout.strip().splitlines()[-1]
     results = {}
@@ -104,9 +111,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for batch in [int(b) for b in args.batch_sizes.split(",")]:
-                qps, rss = run_pipeline(python, args.limit, batch, os.path.join(tmp, f"hf{batch}.json"))
-                results.setdefault(f"pipeline bs={batch}", []).append((qps, rss))
-                print(f"round {r + 1}: pipeline batch_size {batch}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
+                for peer in peer_precisions:
+                    name = f"pipeline bs={batch}" + (" bf16" if peer == "bf16" else "")
+                    qps, rss = run_pipeline(python, args.limit, batch, os.path.join(tmp, f"{name}.json"), peer)
+                    results.setdefault(name, []).append((qps, rss))
+                    print(f"round {r + 1}: {name}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
             for precision in precisions:
                 out = os.path.join(tmp, f"lector-{precision}.json")
                 qps, rss = run_lector(lector, args.limit, out, precision)
@@ -114,9 +123,12 @@ def main():
                 print(f"round {r + 1}: lector {precision}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
                 with open(out) as f:
                     ours[precision] = json.load(f)
-        best_batch = max((k for k in results if k.startswith("pipeline")),
-                         key=lambda k: statistics.median(q for q, _ in results[k]))
-        with open(os.path.join(tmp, f"hf{best_batch.split('=')[1]}.json")) as f:
+        fastest = lambda names: max(names, key=lambda k: statistics.median(q for q, _ in results[k]))
+        pipelines = [k for k in results if k.startswith("pipeline")]
+        best_peer = fastest(pipelines)
+        # The float32 pipeline is the reference for answers (and for the GFLOP/s report).
+        best_batch = fastest([k for k in pipelines if not k.endswith("bf16")] or pipelines)
+        with open(os.path.join(tmp, f"{best_batch}.json")) as f:
             theirs = json.load(f)
     med = {k: statistics.median(q for q, _ in v) for k, v in results.items()}
     print(f"\n{args.limit} questions")
@@ -124,9 +136,10 @@ def main():
         print(f"  {k:20s} median {v:6.1f} q/s, peak RSS {max(r for _, r in results[k]):.0f} MB")
     for precision in precisions:
         same = sum(ours[precision][k] == theirs[k] for k in theirs)
-        ratio = med[f"lector {precision}"] / med[best_batch]
-        print(f"lector {precision}: answers equal to the pipeline's {same}/{len(theirs)}; "
-              f"ratio lector / fastest pipeline ({best_batch}): {ratio:.2f}x")
+        print(f"lector {precision}: answers equal to the pipeline's ({best_batch}) {same}/{len(theirs)}; "
+              f"ratio lector / fastest float32 pipeline ({best_batch}): "
+              f"{med[f'lector {precision}'] / med[best_batch]:.2f}x; "
+              f"/ fastest pipeline ({best_peer}): {med[f'lector {precision}'] / med[best_peer]:.2f}x")
     if not args.no_gflops:
         seconds = {k: args.limit / v for k, v in med.items()}
         seconds["lector"] = seconds[f"lector {precisions[0]}"]

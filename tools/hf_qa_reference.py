@@ -57,6 +57,8 @@ def parse_args():
     p.add_argument("--max-answer-len", type=int, default=15, help="pipeline default 15")
     p.add_argument("--check-null", type=int, default=0,
                    help="verify the recorded null_score against top_k=100 calls on the first K questions")
+    p.add_argument("--autocast-bf16", action="store_true",
+                   help="run under torch.autocast('cpu', bfloat16): linear layers in bfloat16 (speed comparisons only)")
     p.add_argument("--no-eval", action="store_true", help="skip EM/F1")
     p.add_argument("--quiet", action="store_true")
     return p.parse_args()
@@ -166,13 +168,14 @@ def main():
 
     inputs = [{"question": it["question"], "context": it["context"]} for it in items]
     t0 = time.perf_counter()
-    if args.batch_size <= 1:
-        results = [qa(question=x["question"], context=x["context"], **params) for x in inputs]
-    else:
-        results = qa(question=[x["question"] for x in inputs], context=[x["context"] for x in inputs],
-                     batch_size=args.batch_size, num_workers=0, **params)
-        if isinstance(results, dict):
-            results = [results]
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast_bf16):
+        if args.batch_size <= 1:
+            results = [qa(question=x["question"], context=x["context"], **params) for x in inputs]
+        else:
+            results = qa(question=[x["question"] for x in inputs], context=[x["context"] for x in inputs],
+                         batch_size=args.batch_size, num_workers=0, **params)
+    if isinstance(results, dict):
+        results = [results]
     wall = time.perf_counter() - t0
     assert len(results) == len(items) == len(extra), (len(results), len(items), len(extra))
 

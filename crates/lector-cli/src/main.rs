@@ -29,9 +29,9 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Arithmetic of the reader's and embedder's matrix products: f32, or bf16 (inputs and weights
-    /// rounded to bfloat16, float32 sums; about twice as fast where the CPU has AVX512-BF16, and
-    /// answers may differ from f32 on a few questions in a thousand) [default: $LECTOR_PRECISION,
-    /// else f32].
+    /// rounded to bfloat16, float32 sums; about twice as fast where the CPU has AVX512-BF16; the
+    /// reader reads near-tied questions again in float32, see `read --recheck-margin`, and
+    /// embeddings differ slightly) [default: $LECTOR_PRECISION, else f32].
     #[arg(long, global = true, value_enum)]
     precision: Option<Precision>,
 }

@@ -56,6 +56,10 @@ pub struct ReadArgs {
     /// Longest answer in tokens.
     #[arg(long, default_value_t = 15, value_name = "N")]
     max_answer_len: usize,
+    /// With --precision bf16: questions whose top answers score within this factor of each
+    /// other (natural log of the ratio) are read again in float32; 0 never re-reads.
+    #[arg(long, default_value_t = lector_reader::DEFAULT_RECHECK_MARGIN, value_name = "LN")]
+    recheck_margin: f64,
     /// Print JSON instead of a table (with --context).
     #[arg(long)]
     json: bool,
@@ -71,6 +75,7 @@ pub fn run(args: ReadArgs) -> Result<()> {
         top_k: args.top_k,
         handle_impossible_answer: args.handle_impossible_answer,
         batch_size: args.batch_size,
+        recheck_margin: args.recheck_margin,
     };
     let reader =
         Reader::load(&dir).with_context(|| format!("loading the reader from {}", dir.display()))?;

@@ -2,6 +2,7 @@
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::packed_gemm::{with_precision, Precision};
 use crate::qa::QaModel;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,13 @@ impl Checkpoint {
             tokenizer,
             cls_token_id,
         })
+    }
+
+    /// The checkpoint's model loaded again with its products in `precision` (the model in
+    /// [`Checkpoint::model`] has the process-wide one, see [`crate::set_precision`]).
+    pub fn load_model(&self, precision: Precision) -> Result<QaModel> {
+        let weights = weights_path(&self.dir)?;
+        with_precision(precision, || QaModel::load(&weights, &self.config))
     }
 }
 

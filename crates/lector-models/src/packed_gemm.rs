@@ -12,6 +12,7 @@
 //! twice the multiply-adds per instruction, float32 accumulation. Everything outside the linear
 //! layers (attention, LayerNorm, softmax) stays float32.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The arithmetic of the linear layers' products.
@@ -33,11 +34,35 @@ pub fn set_precision(precision: Precision) {
     PRECISION.store(precision as u8, Ordering::Relaxed);
 }
 
-fn precision() -> Precision {
-    match PRECISION.load(Ordering::Relaxed) {
-        0 => Precision::F32,
-        _ => Precision::Bf16,
-    }
+thread_local! {
+    /// Set while [`with_precision`] loads a model on this thread.
+    static OVERRIDE: Cell<Option<Precision>> = const { Cell::new(None) };
+}
+
+/// The precision models loaded now get: [`set_precision`]'s, unless [`with_precision`] is
+/// loading on this thread.
+pub fn precision() -> Precision {
+    OVERRIDE
+        .get()
+        .unwrap_or(match PRECISION.load(Ordering::Relaxed) {
+            0 => Precision::F32,
+            _ => Precision::Bf16,
+        })
+}
+
+/// Whether products packed now actually run in bfloat16: [`Precision::Bf16`] is set and this
+/// CPU has AVX512-BF16 (elsewhere bf16 falls back to float32).
+pub fn bf16_active() -> bool {
+    precision() == Precision::Bf16 && supported() && bf16_supported()
+}
+
+/// Runs `load` with models packed in `precision`, whatever [`set_precision`] says (only on
+/// this thread, only for its duration).
+pub(crate) fn with_precision<T>(precision: Precision, load: impl FnOnce() -> T) -> T {
+    let before = OVERRIDE.replace(Some(precision));
+    let result = load();
+    OVERRIDE.set(before);
+    result
 }
 
 /// Columns per panel: two 16-float vectors.

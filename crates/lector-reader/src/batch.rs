@@ -7,7 +7,7 @@ use crate::decode::{masked_softmax, score_window};
 use crate::error::{Error, Result};
 use crate::window::{build_window, slice_encoding, special_tokens_for_pair, Layout, Window};
 use crate::{Prediction, Query, ReadParams, MAX_CONTEXT_BYTES};
-use lector_models::{Checkpoint, Inputs};
+use lector_models::{Checkpoint, Inputs, QaModel};
 use std::rc::Rc;
 
 /// A query ready to run: its context and its windows (indices into the chunk's window list).
@@ -20,11 +20,26 @@ struct Prepared<'a> {
 /// Start and end logits of one window, padding removed.
 type WindowLogits = (Vec<f32>, Vec<f32>);
 
+/// The models a reader runs.
+pub(crate) struct Models<'a> {
+    pub checkpoint: &'a Checkpoint,
+    /// A float32 copy of the checkpoint's model when that one runs in bfloat16.
+    pub float32: Option<&'a QaModel>,
+}
+
+impl Models<'_> {
+    /// The model whose numbers are the reference: float32 when there is a copy.
+    fn exact(&self) -> &QaModel {
+        self.float32.unwrap_or(&self.checkpoint.model)
+    }
+}
+
 pub(crate) fn answer_chunk(
-    ckpt: &Checkpoint,
+    models: &Models,
     queries: &[Query],
     params: &ReadParams,
 ) -> Result<Vec<Prediction>> {
+    let ckpt = models.checkpoint;
     let mut windows = Vec::new();
     let mut prepared: Vec<Prepared> = Vec::with_capacity(queries.len());
     for query in queries {
@@ -42,10 +57,33 @@ pub(crate) fn answer_chunk(
             question_truncated,
         });
     }
-    let logits = run_windows(ckpt, &windows, params.batch_size)?;
-    Ok(prepared
+    let pad = ckpt.config.pad_token_id;
+    let every: Vec<usize> = (0..windows.len()).collect();
+    let mut logits = run_windows(&ckpt.model, pad, &windows, &every, params.batch_size)?;
+    let mut decoded: Vec<(Prediction, f64)> = prepared
         .iter()
         .map(|p| decode_query(p, &windows, &logits, params))
+        .collect();
+    if let Some(float32) = models.float32 {
+        // Near-ties are where bfloat16 rounding can swap two answers: read those again exactly.
+        let unsure: Vec<usize> = (0..decoded.len())
+            .filter(|&q| decoded[q].1 < params.recheck_margin)
+            .collect();
+        let again: Vec<usize> = unsure
+            .iter()
+            .flat_map(|&q| prepared[q].windows.clone())
+            .collect();
+        let exact = run_windows(float32, pad, &windows, &again, params.batch_size)?;
+        for (i, window_logits) in again.into_iter().zip(exact) {
+            logits[i] = window_logits;
+        }
+        for q in unsure {
+            decoded[q] = decode_query(&prepared[q], &windows, &logits, params);
+        }
+    }
+    Ok(decoded
+        .into_iter()
+        .map(|(prediction, _)| prediction)
         .collect())
 }
 
@@ -73,14 +111,17 @@ pub struct WindowProbabilities {
 /// The masked start/end softmax of every window of one query (see
 /// [`crate::Reader::token_probabilities`]).
 pub(crate) fn token_probabilities(
-    ckpt: &Checkpoint,
+    models: &Models,
     query: Query,
     params: &ReadParams,
 ) -> Result<Vec<WindowProbabilities>> {
+    let ckpt = models.checkpoint;
     let context = encode_context(ckpt, query.context)?;
     let mut windows = Vec::new();
     push_windows(ckpt, query.question, &context, params, &mut windows)?;
-    let logits = run_windows(ckpt, &windows, params.batch_size)?;
+    let every: Vec<usize> = (0..windows.len()).collect();
+    let pad = ckpt.config.pad_token_id;
+    let logits = run_windows(models.exact(), pad, &windows, &every, params.batch_size)?;
     let offsets = context.encoding.get_offsets();
     Ok(windows
         .iter()
@@ -159,22 +200,26 @@ fn push_windows(
 /// `lector_models`' encoder), while bounding the activations held at once.
 const MAX_BATCH_TOKENS: usize = 4096;
 
-/// Runs every window through the model, longest first, at most `batch_size` at a time.
+/// Runs the `selected` windows through `model`, longest first, at most `batch_size` at a time;
+/// their logits come back in the order of `selected`.
 fn run_windows(
-    ckpt: &Checkpoint,
+    model: &QaModel,
+    pad_id: u32,
     windows: &[Window],
+    selected: &[usize],
     batch_size: usize,
 ) -> Result<Vec<WindowLogits>> {
-    let mut order: Vec<usize> = (0..windows.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(windows[i].ids.len()));
-    let mut logits = vec![(Vec::new(), Vec::new()); windows.len()];
-    for group in groups(&order, windows, batch_size) {
-        let inputs = pad_batch(group.iter().map(|&i| &windows[i]), ckpt.config.pad_token_id);
-        let out = ckpt.model.forward(&inputs)?;
-        for (row, &i) in group.iter().enumerate() {
+    let mut order: Vec<usize> = (0..selected.len()).collect();
+    order.sort_by_key(|&s| std::cmp::Reverse(windows[selected[s]].ids.len()));
+    let chosen: Vec<&Window> = selected.iter().map(|&i| &windows[i]).collect();
+    let mut logits = vec![(Vec::new(), Vec::new()); selected.len()];
+    for group in groups(&order, &chosen, batch_size) {
+        let inputs = pad_batch(group.iter().map(|&s| chosen[s]), pad_id);
+        let out = model.forward(&inputs)?;
+        for (row, &s) in group.iter().enumerate() {
             let (start, end) = out.row(row);
-            let len = windows[i].ids.len();
-            logits[i] = (start[..len].to_vec(), end[..len].to_vec());
+            let len = chosen[s].ids.len();
+            logits[s] = (start[..len].to_vec(), end[..len].to_vec());
         }
     }
     Ok(logits)
@@ -182,7 +227,7 @@ fn run_windows(
 
 /// Consecutive runs of `order` (longest first) with at most `batch_size` windows and
 /// [`MAX_BATCH_TOKENS`] padded tokens (a single window may exceed it).
-fn groups<'o>(order: &'o [usize], windows: &[Window], batch_size: usize) -> Vec<&'o [usize]> {
+fn groups<'o>(order: &'o [usize], windows: &[&Window], batch_size: usize) -> Vec<&'o [usize]> {
     let mut groups = Vec::new();
     let mut rest = order;
     while let Some(&first) = rest.first() {
@@ -226,13 +271,14 @@ fn pad_batch<'w>(windows: impl Iterator<Item = &'w Window> + Clone, pad_id: u32)
     inputs
 }
 
-/// The pipeline's `postprocess` for one question.
+/// The pipeline's `postprocess` for one question, and how close its ranking came to a tie
+/// (see [`closest_call`]).
 fn decode_query(
     p: &Prepared,
     windows: &[Window],
     logits: &[WindowLogits],
     params: &ReadParams,
-) -> Prediction {
+) -> (Prediction, f64) {
     // The pipeline keeps `top_k * 2 + 10` candidates per window before aligning to words.
     let per_window = params.top_k * 2 + 10;
     let mut answers: Vec<Answer> = Vec::new();
@@ -261,7 +307,7 @@ fn finish(
     null: f64,
     question_truncated: bool,
     params: &ReadParams,
-) -> Prediction {
+) -> (Prediction, f64) {
     let best = answers.iter().map(|a| a.score).fold(0.0, f64::max);
     let na_prob = if null + best > 0.0 {
         null / (null + best)
@@ -272,11 +318,27 @@ fn finish(
         answers.push(null_answer(null));
     }
     rank(&mut answers);
+    let closest = closest_call(&answers[..answers.len().min(params.top_k + 1)]);
     answers.truncate(params.top_k);
-    Prediction {
+    let prediction = Prediction {
         answers,
         null_score: null,
         na_prob,
         question_truncated,
-    }
+    };
+    (prediction, closest)
+}
+
+/// The smallest `ln(a / b)` between neighbours of the ranked `answers` (infinite for fewer than
+/// two): how little it would take to change what is returned.
+fn closest_call(answers: &[Answer]) -> f64 {
+    let ratio = |a: f64, b: f64| match (a > 0.0, b > 0.0) {
+        (_, true) => (a / b).ln(),
+        (true, false) => f64::INFINITY,
+        (false, false) => 0.0,
+    };
+    answers
+        .windows(2)
+        .map(|pair| ratio(pair[0].score, pair[1].score))
+        .fold(f64::INFINITY, f64::min)
 }

@@ -27,12 +27,17 @@ pub mod window;
 pub use answer::Answer;
 pub use batch::{TokenProbability, WindowProbabilities};
 pub use error::{Error, Result};
-use lector_models::Checkpoint;
+use lector_models::{Checkpoint, Precision, QaModel};
 use std::path::Path;
 
 /// Contexts above this size are refused rather than silently taking minutes: 1 MiB of English is
 /// about 250,000 tokens, some 2,000 windows (tens of seconds on two cores). Split larger texts.
 pub const MAX_CONTEXT_BYTES: usize = 1 << 20;
+
+/// [`ReadParams::recheck_margin`]'s default: about the 99th percentile of how far bfloat16
+/// moves the gap between a question's two best answers, and twice the widest gap it swapped
+/// (measured on SQuAD *train* questions, see the README).
+pub const DEFAULT_RECHECK_MARGIN: f64 = 0.07;
 
 /// Reading parameters; the defaults are the pipeline's.
 #[derive(Debug, Clone)]
@@ -51,6 +56,12 @@ pub struct ReadParams {
     pub handle_impossible_answer: bool,
     /// Windows per forward pass.
     pub batch_size: usize,
+    /// With bfloat16 products ([`lector_models::bf16_active`]): a question whose ranked answers
+    /// (the first `top_k + 1`, the no-answer one included) have two scores within this factor
+    /// of each other, as a natural log (`ln(a / b) < margin`), is read again in float32 and
+    /// answered from that reading. Such near-ties are where rounding can swap two answers. 0
+    /// never re-reads; float32 models ignore it.
+    pub recheck_margin: f64,
 }
 
 impl Default for ReadParams {
@@ -63,6 +74,7 @@ impl Default for ReadParams {
             top_k: 1,
             handle_impossible_answer: false,
             batch_size: 32,
+            recheck_margin: DEFAULT_RECHECK_MARGIN,
         }
     }
 }
@@ -90,20 +102,39 @@ pub struct Prediction {
 /// A loaded reader.
 pub struct Reader {
     checkpoint: Checkpoint,
+    /// The model again in float32, when the checkpoint's runs in bfloat16: near-ties are
+    /// re-read with it (see [`ReadParams::recheck_margin`]).
+    float32: Option<QaModel>,
 }
 
 impl Reader {
-    /// Loads the checkpoint in `dir`.
+    /// Loads the checkpoint in `dir`, in the precision set by [`lector_models::set_precision`]
+    /// (with bfloat16, a float32 copy of the model is loaded too, for re-reading near-ties).
     pub fn load(dir: &Path) -> Result<Self> {
-        Ok(Self::new(Checkpoint::load(dir)?))
+        Self::new(Checkpoint::load(dir)?)
     }
 
-    pub fn new(checkpoint: Checkpoint) -> Self {
-        Self { checkpoint }
+    /// A reader around a loaded checkpoint (see [`Reader::load`]).
+    pub fn new(checkpoint: Checkpoint) -> Result<Self> {
+        let float32 = match lector_models::bf16_active() {
+            true => Some(checkpoint.load_model(Precision::F32)?),
+            false => None,
+        };
+        Ok(Self {
+            checkpoint,
+            float32,
+        })
     }
 
     pub fn checkpoint(&self) -> &Checkpoint {
         &self.checkpoint
+    }
+
+    fn models(&self) -> batch::Models<'_> {
+        batch::Models {
+            checkpoint: &self.checkpoint,
+            float32: self.float32.as_ref(),
+        }
     }
 
     /// Answers one question.
@@ -125,7 +156,7 @@ impl Reader {
         params: &ReadParams,
     ) -> Result<Vec<WindowProbabilities>> {
         check_params(params)?;
-        batch::token_probabilities(&self.checkpoint, Query { question, context }, params)
+        batch::token_probabilities(&self.models(), Query { question, context }, params)
     }
 
     /// Answers many questions, batching windows across questions; `progress` is called with the
@@ -141,7 +172,7 @@ impl Reader {
         let chunk_size = (params.batch_size * 8).max(64);
         let mut predictions = Vec::with_capacity(queries.len());
         for chunk in queries.chunks(chunk_size) {
-            predictions.extend(batch::answer_chunk(&self.checkpoint, chunk, params)?);
+            predictions.extend(batch::answer_chunk(&self.models(), chunk, params)?);
             progress(predictions.len());
         }
         Ok(predictions)
@@ -155,8 +186,14 @@ fn check_params(params: &ReadParams) -> Result<()> {
         ("top_k", params.top_k),
         ("batch_size", params.batch_size),
     ];
-    match positive.iter().find(|(_, v)| *v == 0) {
-        Some((name, _)) => Err(Error::Params(format!("{name} must be at least 1"))),
-        None => Ok(()),
+    if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
+        return Err(Error::Params(format!("{name} must be at least 1")));
     }
+    if params.recheck_margin.is_nan() || params.recheck_margin < 0.0 {
+        return Err(Error::Params(format!(
+            "recheck_margin must be 0 or more, not {}",
+            params.recheck_margin
+        )));
+    }
+    Ok(())
 }

@@ -29,6 +29,10 @@ pub struct AskArgs {
     /// Add up the scores of answers that normalise to the same text across passages.
     #[arg(long)]
     vote: bool,
+    /// Retrieval-rank prior: a span from the passage at rank r has its odds against "no answer"
+    /// divided by r^A (0: all passages alike).
+    #[arg(long, value_name = "A", default_value_t = lector_pipeline::DEFAULT_RANK_PRIOR)]
+    rank_prior: f64,
     /// Among answers within 10% of the best score, prefer the one from the newest dated document.
     #[arg(long)]
     prefer_recent: bool,
@@ -69,6 +73,7 @@ pub fn run(args: AskArgs) -> Result<()> {
         search: Some(search),
         k: args.k,
         vote: args.vote,
+        rank_prior: args.rank_prior,
         prefer_recent: args.prefer_recent,
         read: ReadParams {
             top_k: args.answers_per_passage,
@@ -218,7 +223,7 @@ fn print_response(r: &Response) {
             let e = &a.evidence;
             println!("answer: {}", a.text);
             println!(
-                "score {:.4} (span probability {:.4} against its passage's no-answer score), \
+                "score {:.4} (span probability {:.4} against its passage's no-answer score, rank-weighted), \
                  no-answer probability {} (threshold {}, {rule}){}",
                 a.score,
                 a.reader_score,

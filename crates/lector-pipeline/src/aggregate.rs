@@ -10,11 +10,19 @@
 //! answer), so a candidate is scored `p / (p + null)`: the span probability against the no-answer
 //! score of its passage, a monotonic function of `exp(span logit - null logit)` in which the
 //! softmax normalisers cancel. Within one passage the order is the span probability's.
+//!
+//! Across passages the retriever's order is evidence too: the passage at rank `r` has its null
+//! score multiplied by `r^a` ([`Aggregation::rank_prior`]), i.e. a span's odds against "no
+//! answer here", `p / null`, are divided by `r^a`. Without it, reading more passages lets more
+//! distractors in (see the README for the held-out measurements that chose `a`).
 
 use lector_eval::normalize::normalize_answer;
 use lector_index::Hit;
 use lector_reader::{Answer, Prediction};
 use serde::Serialize;
+
+/// [`Aggregation::rank_prior`]'s default, chosen on held-out questions (README, `lector ask`).
+pub const DEFAULT_RANK_PRIOR: f64 = 2.0;
 
 /// Two candidates are near-tied when the lower score is at least `1 - NEAR_TIE` of the higher
 /// one (within 10%): close enough that the reader cannot tell them apart, so `prefer_recent`
@@ -84,7 +92,8 @@ pub struct Evidence {
 pub struct Candidate {
     /// The answer text (of its best-scoring occurrence).
     pub text: String,
-    /// The best [`answer_score`] among its occurrences, or with voting their sum.
+    /// The best [`answer_score`] among its occurrences (against the passage's null score with the
+    /// rank prior), or with voting their sum.
     pub score: f64,
     /// The reader's span probability (`p_start * p_end`) of the best occurrence.
     pub reader_score: f64,
@@ -115,6 +124,9 @@ pub struct Aggregation {
     pub prefer_recent: bool,
     /// Abstain when the no-answer probability is above this.
     pub threshold: f64,
+    /// Exponent `a` of the retrieval-rank prior: a span read in the passage at rank `r` is
+    /// scored against its passage's null score times `r^a`. 0: every passage alike.
+    pub rank_prior: f64,
 }
 
 /// The outcome of [`aggregate`].
@@ -140,7 +152,7 @@ pub struct Verdict {
 /// passage it is exactly the reader's own `na_prob` and a threshold calibrated on reader outputs
 /// applies.
 pub fn aggregate(readings: &[PassageReading], how: &Aggregation) -> Verdict {
-    let mut candidates = merge_candidates(readings, how.vote);
+    let mut candidates = merge_candidates(readings, how);
     // Stable: equal scores keep retrieval order.
     candidates.sort_by(|a, b| b.score.total_cmp(&a.score));
     let na_prob = candidates.first().map_or(1.0, |top| {
@@ -174,7 +186,7 @@ struct Group {
 }
 
 /// One candidate per normalised text, in first-seen order.
-fn merge_candidates(readings: &[PassageReading], vote: bool) -> Vec<Candidate> {
+fn merge_candidates(readings: &[PassageReading], how: &Aggregation) -> Vec<Candidate> {
     let mut groups: Vec<Group> = Vec::new();
     for (i, reading) in readings.iter().enumerate() {
         for answer in reading.answers.iter().filter(|a| !a.answer.is_empty()) {
@@ -182,7 +194,7 @@ fn merge_candidates(readings: &[PassageReading], vote: bool) -> Vec<Candidate> {
                 k if k.is_empty() => answer.answer.to_lowercase(),
                 k => k,
             };
-            let occurrence = candidate(reading, i + 1, answer);
+            let occurrence = candidate(reading, i + 1, answer, how.rank_prior);
             let Some(group) = groups.iter_mut().find(|g| g.key == key) else {
                 groups.push(Group {
                     key,
@@ -193,7 +205,7 @@ fn merge_candidates(readings: &[PassageReading], vote: bool) -> Vec<Candidate> {
                 continue;
             };
             let c = &mut group.candidate;
-            c.score = if vote {
+            c.score = if how.vote {
                 c.score + occurrence.score
             } else {
                 c.score.max(occurrence.score)
@@ -214,11 +226,12 @@ fn merge_candidates(readings: &[PassageReading], vote: bool) -> Vec<Candidate> {
 }
 
 /// The candidate for one answer of the passage at 1-based `rank`.
-fn candidate(reading: &PassageReading, rank: usize, answer: &Answer) -> Candidate {
+fn candidate(reading: &PassageReading, rank: usize, answer: &Answer, rank_prior: f64) -> Candidate {
     let hit = &reading.hit;
+    let null = reading.null_score * (rank as f64).powf(rank_prior);
     Candidate {
         text: answer.answer.clone(),
-        score: answer_score(answer.score, reading.null_score),
+        score: answer_score(answer.score, null),
         reader_score: answer.score,
         passages: 1,
         evidence: Evidence {
@@ -352,6 +365,7 @@ mod tests {
             vote,
             prefer_recent,
             threshold: 0.5,
+            rank_prior: 0.0,
         }
     }
 
@@ -424,6 +438,27 @@ mod tests {
             .take(2)
             .collect();
         assert_eq!(inside, "yz");
+    }
+
+    #[test]
+    fn the_rank_prior_divides_a_span_s_odds_by_its_rank_to_the_power_a() {
+        // Odds against "no answer": 30 at rank 1, 45 at rank 2 (45 / 2^2 = 11.25 with a = 2).
+        let readings = [
+            reading("first", None, 0.01, &[("Broncos", 0.3)]),
+            reading("second", None, 0.01, &[("Panthers", 0.45)]),
+        ];
+        let flat = aggregate(&readings, &how(false, false));
+        assert_eq!(texts(&flat), ["Panthers", "Broncos"]);
+        let prior = Aggregation {
+            rank_prior: 2.0,
+            ..how(false, false)
+        };
+        let v = aggregate(&readings, &prior);
+        assert_eq!(texts(&v), ["Broncos", "Panthers"]);
+        assert_eq!(v.candidates[1].score, answer_score(0.45, 0.04));
+        assert_eq!(v.candidates[0].score, answer_score(0.3, 0.01));
+        // The no-answer probability stays the reader's own on the winning passage.
+        assert!((v.na_prob - 0.01 / 0.31).abs() < 1e-12);
     }
 
     #[test]

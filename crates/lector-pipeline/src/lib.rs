@@ -6,7 +6,8 @@
 //! 2. **read** them in one batch with the extractive reader (one reader query per passage);
 //! 3. **aggregate** the passages' answers into ranked candidates ([`aggregate::aggregate`]):
 //!    answers that normalise to the same text (SQuAD normalisation) are one candidate, scored by
-//!    their best span or, with voting, by the sum of their spans; then abstain when the
+//!    their best span (against its passage's no-answer score, weighted by retrieval rank) or,
+//!    with voting, by the sum of their spans; then abstain when the
 //!    no-answer probability is above the threshold — the calibrated one stored with the index
 //!    ([`calibration`]), else 0.5, the reader's rule "the null score beats the best span".
 //!
@@ -29,7 +30,9 @@ pub mod aggregate;
 pub mod calibration;
 pub mod error;
 
-pub use aggregate::{answer_score, Abstention, Aggregation, Candidate, Evidence, PassageReading};
+pub use aggregate::{
+    answer_score, Abstention, Aggregation, Candidate, Evidence, PassageReading, DEFAULT_RANK_PRIOR,
+};
 pub use calibration::{Calibration, DEFAULT_THRESHOLD};
 pub use error::{Error, Result};
 
@@ -51,6 +54,8 @@ pub struct AskOptions {
     pub vote: bool,
     /// Break near-ties ([`aggregate::NEAR_TIE`]) toward the newest dated document.
     pub prefer_recent: bool,
+    /// Exponent of the retrieval-rank prior ([`Aggregation::rank_prior`]).
+    pub rank_prior: f64,
     /// Reader settings; `top_k` is the number of answers kept per passage (the runner-ups).
     pub read: ReadParams,
 }
@@ -62,6 +67,7 @@ impl Default for AskOptions {
             k: 5,
             vote: false,
             prefer_recent: false,
+            rank_prior: DEFAULT_RANK_PRIOR,
             read: ReadParams {
                 top_k: 3,
                 ..ReadParams::default()
@@ -241,6 +247,7 @@ impl Pipeline {
             vote: options.vote,
             prefer_recent: options.prefer_recent,
             threshold: self.threshold(),
+            rank_prior: options.rank_prior,
         };
         Ok(questions
             .iter()

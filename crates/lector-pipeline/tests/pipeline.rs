@@ -156,11 +156,15 @@ fn voting_merges_answers_that_normalise_alike() {
         for (i, key) in keys.iter().enumerate() {
             assert!(!keys[..i].contains(key), "`{key}` appears twice");
             // The candidate's score is the sum over every span that normalises to it, each
-            // against its passage's no-answer score.
+            // against its passage's no-answer score times the rank prior (rank^a).
             let sum: f64 = r
                 .passages
                 .iter()
-                .flat_map(|p| p.answers.iter().map(|a| (a, p.null_score)))
+                .zip(1..)
+                .flat_map(|(p, rank)| {
+                    let null = p.null_score * f64::powf(rank as f64, options.rank_prior);
+                    p.answers.iter().map(move |a| (a, null))
+                })
                 .filter(|(a, _)| normalize_answer(&a.answer) == *key)
                 .map(|(a, null)| answer_score(a.score, null))
                 .sum();

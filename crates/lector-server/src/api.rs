@@ -212,6 +212,7 @@ fn ask_options(request: &AskRequest, search: SearchOptions) -> Result<AskOptions
         k: request.k,
         vote: request.vote,
         prefer_recent: request.prefer_recent,
+        rank_prior: lector_pipeline::DEFAULT_RANK_PRIOR,
         read: ReadParams {
             top_k: request.answers_per_passage,
             ..ReadParams::default()

@@ -62,6 +62,10 @@ pub struct OdqaArgs {
     /// Add up the scores of answers that normalise to the same text across passages.
     #[arg(long)]
     vote: bool,
+    /// Retrieval-rank prior: a span from the passage at rank r has its odds against "no answer"
+    /// divided by r^A (0: all passages alike).
+    #[arg(long, value_name = "A", default_value_t = lector_pipeline::DEFAULT_RANK_PRIOR)]
+    rank_prior: f64,
     /// Reader checkpoint directory [default: $LECTOR_READER, else the shipped models/reader-minilm-squad].
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
@@ -241,6 +245,7 @@ fn evaluate(
         search: Some(search.clone()),
         k: args.k,
         vote: args.vote,
+        rank_prior: args.rank_prior,
         ..AskOptions::default()
     };
     let start = Instant::now();

@@ -6,7 +6,11 @@ them), max 256 tokens, batch 32, the same threads on both sides. Runs alternate;
 excluded on both sides), the median over rounds, the ratio, and how far the two sets of vectors agree.
 
     python3 bench/embed_speed.py [--texts 2000] [--threads 2] [--rounds 3] [--precisions f32,bf16]
-                                 [--peer-precisions f32,bf16]
+                                 [--peer-precisions f32,bf16] [--passage-words 100]
+
+`--passage-words N` embeds passages instead of whole abstracts: each abstract cut into runs of whole sentences
+of at most N words, each with its title, as `lector index add --dense` embeds a corpus (the splitter here is a
+plain regular expression on sentence-final punctuation; lector's chunker uses UAX #29 sentences).
 
 `--precisions` runs lector once per listed `--precision` in every round (bf16: bfloat16 products);
 `--peer-precisions` likewise sentence-transformers (bf16: torch.autocast on the CPU). Ratios are printed
@@ -17,6 +21,7 @@ The sentence-transformers side runs in the environment of tools/setup-hf.sh.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -56,6 +61,20 @@ print(f"{cos.min():.6f} {np.abs(a - b).max():.2e}")
 """
 
 
+def passages(text, words):
+    """`text` cut into runs of whole sentences of at most `words` words (a longer sentence alone)."""
+    out, current = [], []
+    for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
+        n = len(sentence.split())
+        if current and sum(len(s.split()) for s in current) + n > words:
+            out.append(" ".join(current))
+            current = []
+        current.append(sentence)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--texts", type=int, default=2000)
@@ -64,6 +83,9 @@ def main():
     parser.add_argument("--precisions", default="f32", help="lector's --precision values to run, e.g. f32,bf16")
     parser.add_argument("--peer-precisions", default="f32", help="sentence-transformers precisions, e.g. f32,bf16")
     parser.add_argument("--lector", help="use this lector binary instead of building the release one")
+    parser.add_argument("--passage-words", type=int, default=0,
+                        help="embed the abstracts cut into passages of at most this many words on sentence "
+                             "boundaries, as `lector index add` embeds a corpus (0: whole abstracts)")
     args = parser.parse_args()
     precisions = args.precisions.split(",")
     peers = [f"sentence-transformers {p}" for p in args.peer_precisions.split(",")]
@@ -79,12 +101,16 @@ def main():
     rates = {**{f"lector {p}": [] for p in precisions}, **{peer: [] for peer in peers}}
     with tempfile.TemporaryDirectory() as tmp:
         texts = os.path.join(tmp, "texts.jsonl")
+        count = 0
         with open(CORPUS, encoding="utf-8") as src, open(texts, "w", encoding="utf-8") as dst:
-            for i, line in enumerate(src):
-                if i == args.texts:
-                    break
+            for line in src:
                 d = json.loads(line)
-                dst.write(json.dumps({"title": d.get("title", ""), "text": d["text"]}) + "\n")
+                pieces = passages(d["text"], args.passage_words) if args.passage_words else [d["text"]]
+                for piece in pieces[:args.texts - count]:
+                    dst.write(json.dumps({"title": d.get("title", ""), "text": piece}) + "\n")
+                    count += 1
+                if count == args.texts:
+                    break
         ours = {p: os.path.join(tmp, f"lector-{p}.npy") for p in precisions}
         theirs = {peer: os.path.join(tmp, f"st-{peer.split()[-1]}.npy") for peer in peers}
         for _ in range(args.rounds):
@@ -103,7 +129,8 @@ def main():
         agree = {name: subprocess.run([python, "-c", AGREE, path, reference], check=True, capture_output=True,
                                       text=True).stdout.split() for name, path in runs.items()}
     med = {k: statistics.median(v) for k, v in rates.items()}
-    print(f"\n{args.texts} SciFact abstracts, all-MiniLM-L6-v2, {args.threads} threads, batch 32, "
+    unit = f"passages of <= {args.passage_words} words" if args.passage_words else "abstracts"
+    print(f"\n{args.texts} SciFact {unit}, all-MiniLM-L6-v2, {args.threads} threads, batch 32, "
           f"median of {args.rounds} rounds")
     print(f"{'system':<24}{'texts/s':>10}")
     for name, rate in med.items():

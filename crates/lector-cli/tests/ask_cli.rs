@@ -1,6 +1,7 @@
 //! `lector ask`, `lector eval odqa` and `lector calibrate` as processes, on real SQuAD slices with
 //! the shipped reader and real indexes on disk.
 
+use lector_eval::normalize::normalize_answer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -167,6 +168,7 @@ fn eval_odqa_decomposes_the_errors() {
     let dir = tempfile::tempdir().unwrap();
     let data = slice("dev-v1.1.json", 2, dir.path());
     let html = dir.path().join("odqa.html");
+    let rows = dir.path().join("odqa.jsonl");
     let out = json(&lector(&[
         "eval",
         "odqa",
@@ -179,15 +181,45 @@ fn eval_odqa_decomposes_the_errors() {
         "--json",
         "--html",
         html.to_str().unwrap(),
+        "--per-question",
+        rows.to_str().unwrap(),
     ]));
     assert_eq!(out["questions"], 20);
     assert_eq!(out["documents"], 103);
     let outcomes = &out["outcomes"];
-    let sum: u64 = ["correct", "retrieval_miss", "reading_miss"]
+    let sum: u64 = ["correct", "retrieval_miss", "ranking_miss", "reading_miss"]
         .iter()
         .map(|k| outcomes[k].as_u64().unwrap())
         .sum();
     assert_eq!(sum, 20);
+    // A ranking miss had a gold answer among the reader's answers in the passages; a reading
+    // miss had none. (These 20 questions have both.)
+    assert!(outcomes["ranking_miss"].as_u64().unwrap() > 0, "{out}");
+    assert!(outcomes["reading_miss"].as_u64().unwrap() > 0, "{out}");
+    let rows = std::fs::read_to_string(&rows).unwrap();
+    for row in rows
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    {
+        let golds: Vec<String> = row["answers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| normalize_answer(a.as_str().unwrap()))
+            .collect();
+        let proposed = row["passages"].as_array().unwrap().iter().any(|p| {
+            p["answers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| golds.contains(&normalize_answer(a["answer"].as_str().unwrap())))
+        });
+        match row["outcome"].as_str().unwrap() {
+            "ranking_miss" => assert!(proposed, "{row}"),
+            "reading_miss" => assert!(!proposed, "{row}"),
+            _ => {}
+        }
+    }
     let value = |k: &str| out[k]["mean"].as_f64().unwrap();
     assert!(value("recall@5") >= 50.0, "{out}");
     assert!(value("reader_f1") >= 70.0, "{out}");

@@ -56,7 +56,9 @@ pub(crate) fn run(layers: &[TransformerLayer], xs: &mut Packed) {
         return run_part(layers, &mut xs.data, &xs.lengths, Threads::Pool(threads));
     }
     let cost = |len| layers.first().map_or(len, |layer| layer.cost(len));
-    let count = threads.max(xs.tokens() / PART_TOKENS);
+    // A multiple of the thread count: parts of equal cost then split evenly between the
+    // threads (7 parts on 2 threads leave one thread idle for a seventh of the batch).
+    let count = (xs.tokens() / PART_TOKENS).max(1).next_multiple_of(threads);
     let mut parts = Vec::with_capacity(count);
     let mut rest = xs.data.as_mut_slice();
     for windows in split(&xs.lengths, count, cost) {

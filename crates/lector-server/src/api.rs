@@ -26,6 +26,9 @@ use std::sync::Arc;
 /// Most answers kept per passage.
 pub const MAX_ANSWERS_PER_PASSAGE: usize = 20;
 
+/// The largest `rank_prior` a request may set (8: the passage at rank 2 already weighs 1/256).
+pub const MAX_RANK_PRIOR: f64 = 8.0;
+
 /// The body of `POST /v1/ask`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -46,6 +49,10 @@ pub struct AskRequest {
     /// Among near-tied answers, prefer the newest dated document.
     #[serde(default)]
     pub prefer_recent: bool,
+    /// Retrieval-rank prior exponent (0 to [`MAX_RANK_PRIOR`]; see
+    /// [`lector_pipeline::Aggregation::rank_prior`]).
+    #[serde(default = "default_rank_prior")]
+    pub rank_prior: f64,
     /// Answers kept per passage (the runner-ups come from these).
     #[serde(default = "default_answers")]
     pub answers_per_passage: usize,
@@ -107,6 +114,10 @@ impl AskRequest {
 }
 fn default_k() -> usize {
     5
+}
+
+fn default_rank_prior() -> f64 {
+    lector_pipeline::DEFAULT_RANK_PRIOR
 }
 
 fn default_answers() -> usize {
@@ -207,12 +218,17 @@ fn ask_options(request: &AskRequest, search: SearchOptions) -> Result<AskOptions
             "answers_per_passage must be between 1 and {MAX_ANSWERS_PER_PASSAGE}"
         )));
     }
+    if !(0.0..=MAX_RANK_PRIOR).contains(&request.rank_prior) {
+        return Err(ApiError::bad_request(format!(
+            "rank_prior must be between 0 and {MAX_RANK_PRIOR}"
+        )));
+    }
     Ok(AskOptions {
         search: Some(search),
         k: request.k,
         vote: request.vote,
         prefer_recent: request.prefer_recent,
-        rank_prior: lector_pipeline::DEFAULT_RANK_PRIOR,
+        rank_prior: request.rank_prior,
         read: ReadParams {
             top_k: request.answers_per_passage,
             ..ReadParams::default()

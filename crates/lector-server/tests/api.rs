@@ -219,6 +219,23 @@ fn ask_answers_with_evidence_offsets_and_token_probabilities() {
     let out =
         server.ask(json!({"question": "Which team won Super Bowl 50?", "probabilities": false}));
     assert!(out.get("token_probabilities").is_none());
+
+    // The rank prior discounts answers from passages below the first; 0 weighs every passage
+    // alike, so such an answer scores higher.
+    let flat = server.ask(json!({"question": "Which team won Super Bowl 50?", "rank_prior": 0}));
+    let score = |out: &Value, text: &str| {
+        let candidates = out["candidates"].as_array().unwrap();
+        let c = candidates.iter().find(|c| c["text"] == text).unwrap();
+        c["score"].as_f64().unwrap()
+    };
+    let lower = out["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["evidence"]["rank"].as_u64().unwrap() > 1 && c["score"].as_f64().unwrap() < 1.0)
+        .expect("an answer from a passage below the first");
+    let text = lower["text"].as_str().unwrap();
+    assert!(score(&flat, text) > score(&out, text), "{text}");
 }
 
 #[test]
@@ -310,7 +327,7 @@ fn error_free(body: &str) -> Value {
 #[test]
 fn bad_input_is_400_with_the_reason() {
     let server = Server::default();
-    let cases: [(&str, &str, &str); 11] = [
+    let cases: [(&str, &str, &str); 12] = [
         ("/v1/ask", r#"{"question": "Who won?""#, "EOF while parsing"),
         ("/v1/ask", "not json", "expected"),
         (
@@ -329,6 +346,11 @@ fn bad_input_is_400_with_the_reason() {
             "/v1/ask",
             r#"{"question": "Who won?", "k": "five"}"#,
             "invalid type",
+        ),
+        (
+            "/v1/ask",
+            r#"{"question": "Who won?", "rank_prior": -1}"#,
+            "rank_prior must be between 0 and 8",
         ),
         (
             "/v1/ask",

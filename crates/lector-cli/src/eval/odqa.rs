@@ -18,6 +18,7 @@ use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use lector_eval::normalize::normalize_answer;
 use lector_eval::report::{Metric, Report};
 use lector_eval::retrieval::{self, AnswerItem, AnswerRecall, Passage};
 use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore, SquadVersion};
@@ -80,14 +81,21 @@ pub struct OdqaArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 enum Outcome {
+    /// The final answer matches a gold answer.
     Correct,
+    /// No retrieved passage contains a gold answer.
     RetrievalMiss,
+    /// The reader proposed a gold answer in a retrieved passage, but another candidate ranked
+    /// first, or the pipeline abstained: lost in aggregation.
+    RankingMiss,
+    /// A retrieved passage contains a gold answer, and the reader never proposed it.
     ReadingMiss,
 }
 
-const OUTCOMES: [(Outcome, &str); 3] = [
+const OUTCOMES: [(Outcome, &str); 4] = [
     (Outcome::Correct, "correct"),
     (Outcome::RetrievalMiss, "retrieval miss"),
+    (Outcome::RankingMiss, "ranking miss"),
     (Outcome::ReadingMiss, "reading miss"),
 ];
 
@@ -282,10 +290,17 @@ fn evaluate(
         .queries
         .iter()
         .zip(&end_to_end)
-        .map(|(r, s)| match (s.em == 1.0, r.first_hit.is_some()) {
-            (true, _) => Outcome::Correct,
-            (false, false) => Outcome::RetrievalMiss,
-            (false, true) => Outcome::ReadingMiss,
+        .zip(dataset.questions.iter().zip(&responses))
+        .map(|((r, s), (q, response))| {
+            if s.em == 1.0 {
+                Outcome::Correct
+            } else if r.first_hit.is_none() {
+                Outcome::RetrievalMiss
+            } else if proposed_gold(response, &q.answers) {
+                Outcome::RankingMiss
+            } else {
+                Outcome::ReadingMiss
+            }
         })
         .collect();
     let stats = pipeline.index().stats();
@@ -321,6 +336,16 @@ fn answer_items(dataset: &Dataset, responses: &[Response]) -> Vec<AnswerItem> {
                 .collect(),
         })
         .collect()
+}
+
+/// Whether any candidate of `response` (an answer the reader proposed in some retrieved
+/// passage) is a gold answer after SQuAD normalisation.
+fn proposed_gold(response: &Response, answers: &[String]) -> bool {
+    let golds: Vec<String> = answers.iter().map(|a| normalize_answer(a)).collect();
+    response
+        .candidates
+        .iter()
+        .any(|c| golds.contains(&normalize_answer(&c.text)))
 }
 
 /// The reader alone on each question's gold paragraph, as `lector read` answers it.

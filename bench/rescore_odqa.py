@@ -7,7 +7,7 @@ pipeline's rank prior on held-out questions (tools/heldout_squad.py):
 
     python3 tools/heldout_squad.py --out /tmp/train-tail20.json
     lector eval odqa --squad /tmp/train-tail20.json --mode hybrid --k 20 --limit 1000 --per-question k20.jsonl
-    python3 bench/rescore_odqa.py k20.jsonl --ks 5,10,20 --priors 0,1,2,3
+    python3 bench/rescore_odqa.py k20.jsonl --ks 5,10,20 --priors 0,1,2,3 [--oracle]
 
 A candidate's score is `p / (p + null x rank^a)` (its best occurrence; SQuAD-normalised text merges answers);
 the answer is abstained on when `null / (null + p)` of the winner's occurrence is above --threshold (2: never).
@@ -46,6 +46,9 @@ def main():
     parser.add_argument("--ks", default="5,10,20")
     parser.add_argument("--priors", default="0,1,2,3")
     parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--oracle", action="store_true",
+                        help="also print the F1 of an oracle aggregation: per question, the best F1 among the "
+                             "reader's best answers of the first k passages (what no aggregation rule can beat)")
     args = parser.parse_args()
     with open(args.per_question, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
@@ -61,6 +64,10 @@ def main():
                 em += metric_max_over_ground_truths(exact_match_score_v1, prediction, row["answers"])
                 f1 += metric_max_over_ground_truths(f1_score_v1, prediction, row["answers"])
             cells.append(f"{100 * em / len(rows):.2f} / {100 * f1 / len(rows):.2f}".rjust(16))
+        if args.oracle:
+            best = sum(max((metric_max_over_ground_truths(f1_score_v1, p["answers"][0]["answer"], row["answers"])
+                            for p in row["passages"][:k] if p["answers"]), default=0.0) for row in rows)
+            cells.append(f"   oracle F1 {100 * best / len(rows):.2f}")
         print(f"{k:>4}" + "".join(cells))
 
 

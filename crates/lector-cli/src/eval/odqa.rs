@@ -85,10 +85,11 @@ enum Outcome {
     Correct,
     /// No retrieved passage contains a gold answer.
     RetrievalMiss,
-    /// The reader proposed a gold answer in a retrieved passage, but another candidate ranked
-    /// first, or the pipeline abstained: lost in aggregation.
+    /// The reader's best answer in some retrieved passage is a gold answer, but an answer from
+    /// another passage ranked first, or the pipeline abstained: lost in aggregation.
     RankingMiss,
-    /// A retrieved passage contains a gold answer, and the reader never proposed it.
+    /// A retrieved passage contains a gold answer, and the reader's best answer in no passage is
+    /// one.
     ReadingMiss,
 }
 
@@ -296,7 +297,7 @@ fn evaluate(
                 Outcome::Correct
             } else if r.first_hit.is_none() {
                 Outcome::RetrievalMiss
-            } else if proposed_gold(response, &q.answers) {
+            } else if read_right_somewhere(response, &q.answers) {
                 Outcome::RankingMiss
             } else {
                 Outcome::ReadingMiss
@@ -338,14 +339,15 @@ fn answer_items(dataset: &Dataset, responses: &[Response]) -> Vec<AnswerItem> {
         .collect()
 }
 
-/// Whether any candidate of `response` (an answer the reader proposed in some retrieved
-/// passage) is a gold answer after SQuAD normalisation.
-fn proposed_gold(response: &Response, answers: &[String]) -> bool {
+/// Whether the reader's best answer in any passage of `response` is a gold answer after SQuAD
+/// normalisation.
+fn read_right_somewhere(response: &Response, answers: &[String]) -> bool {
     let golds: Vec<String> = answers.iter().map(|a| normalize_answer(a)).collect();
     response
-        .candidates
+        .passages
         .iter()
-        .any(|c| golds.contains(&normalize_answer(&c.text)))
+        .filter_map(|p| p.answers.first())
+        .any(|a| golds.contains(&normalize_answer(&a.answer)))
 }
 
 /// The reader alone on each question's gold paragraph, as `lector read` answers it.

@@ -196,11 +196,16 @@ fn eval_odqa_decomposes_the_errors() {
     // miss had none. (These 20 questions have both.)
     assert!(outcomes["ranking_miss"].as_u64().unwrap() > 0, "{out}");
     assert!(outcomes["reading_miss"].as_u64().unwrap() > 0, "{out}");
+    let squad: Value = serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
+    let contexts = paragraph_contexts(&squad);
     let rows = std::fs::read_to_string(&rows).unwrap();
     for row in rows
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
     {
+        for passage in row["passages"].as_array().unwrap() {
+            assert_answers_lie_in_their_passage(passage, &contexts);
+        }
         let golds: Vec<String> = row["answers"]
             .as_array()
             .unwrap()
@@ -236,7 +241,6 @@ fn eval_odqa_decomposes_the_errors() {
 
     // The same questions without their paragraphs, NQ-open style, against a built index.
     let (index, _) = index(dir.path());
-    let squad: Value = serde_json::from_str(&std::fs::read_to_string(&data).unwrap()).unwrap();
     let lines: Vec<String> = squad["data"][0]["paragraphs"][0]["qas"]
         .as_array()
         .unwrap()
@@ -378,4 +382,43 @@ fn bf16_precision_reads_like_f32_and_a_bad_precision_is_named() {
         .output()
         .unwrap();
     assert!(fails(&out).contains("LECTOR_PRECISION is `fp8`: expected f32 or bf16"));
+}
+
+/// Every paragraph's context by the document id `lector index add` gives it (`title#i`).
+fn paragraph_contexts(squad: &Value) -> std::collections::HashMap<String, String> {
+    let mut contexts = std::collections::HashMap::new();
+    for article in squad["data"].as_array().unwrap() {
+        let title = article["title"].as_str().unwrap();
+        for (i, p) in article["paragraphs"].as_array().unwrap().iter().enumerate() {
+            let context = p["context"].as_str().unwrap().to_string();
+            contexts.insert(format!("{title}#{i}"), context);
+        }
+    }
+    contexts
+}
+
+/// A `--per-question` passage names where it lies in its document, and its answers' offsets
+/// (into the passage) designate their text there.
+fn assert_answers_lie_in_their_passage(
+    passage: &Value,
+    contexts: &std::collections::HashMap<String, String>,
+) {
+    let context = &contexts[passage["doc_id"].as_str().unwrap()];
+    let offset = |key: &str| passage[key].as_u64().unwrap() as usize;
+    let (start, end) = (offset("char_start"), offset("char_end"));
+    assert!(start < end && end <= context.chars().count(), "{passage}");
+    assert!(
+        !passage["sources"].as_array().unwrap().is_empty(),
+        "{passage}"
+    );
+    for answer in passage["answers"].as_array().unwrap() {
+        let at = |key: &str| answer[key].as_u64().unwrap() as usize;
+        let text: String = context
+            .chars()
+            .skip(start + at("start"))
+            .take(at("end") - at("start"))
+            .collect();
+        assert_eq!(text, answer["answer"].as_str().unwrap(), "{passage}");
+        assert!(start + at("end") <= end, "{passage}");
+    }
 }

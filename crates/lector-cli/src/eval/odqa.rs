@@ -548,12 +548,16 @@ fn per_question(results: &Results) -> Vec<Value> {
         .collect()
 }
 
-/// A read passage without its text: where it ranked, how retrieval and the reader scored it.
+/// A read passage without its text: where it lies in its document (characters), where it ranked,
+/// how retrieval and the reader scored it.
 fn passage_summary(reading: &PassageReading) -> Value {
     json!({
         "doc_id": reading.hit.doc_id,
         "passage": reading.hit.passage,
+        "char_start": reading.hit.span.char_start,
+        "char_end": reading.hit.span.char_end,
         "retrieval_score": reading.hit.score,
+        "sources": reading.hit.sources,
         "null_score": reading.null_score,
         "na_prob": reading.na_prob,
         "answers": reading.answers,

@@ -7,7 +7,7 @@ pipeline's rank prior on held-out questions (tools/heldout_squad.py):
 
     python3 tools/heldout_squad.py --out /tmp/train-tail20.json
     lector eval odqa --squad /tmp/train-tail20.json --mode hybrid --k 20 --limit 1000 --per-question k20.jsonl
-    python3 bench/rescore_odqa.py k20.jsonl --ks 5,10,20 --priors 0,1,2,3 [--oracle]
+    python3 bench/rescore_odqa.py k20.jsonl --ks 5,10,20 --priors 0,1,2,3 [--oracle] [--rerank-oracle DATA.json]
 
 A candidate's score is `p / (p + null x rank^a)` (its best occurrence; SQuAD-normalised text merges answers);
 the answer is abstained on when `null / (null + p)` of the winner's occurrence is above --threshold (2: never).
@@ -40,6 +40,46 @@ def answer(row, k, prior, threshold):
     return "" if na_prob > threshold else text
 
 
+def contexts(squad_path):
+    """Paragraph contexts by the document id lector gives them (`title#i`)."""
+    with open(squad_path, encoding="utf-8") as f:
+        data = json.load(f)["data"]
+    return {f"{a['title']}#{i}": p["context"] for a in data for i, p in enumerate(a["paragraphs"])}
+
+
+def holds_answer(text, golds):
+    """Whether `text` contains one of the gold answers, both SQuAD-normalised (answer containment)."""
+    text = normalize_answer(text)
+    return any(normalize_answer(g) in text for g in golds)
+
+
+def reranked_by_oracle(row, ctx):
+    """The row with the passages that contain a gold answer moved first (each group keeps its order)."""
+    def text(p):
+        return ctx[p["doc_id"]][p["char_start"]:p["char_end"]]
+
+    passages = sorted(row["passages"], key=lambda p: not holds_answer(text(p), row["answers"]))
+    return dict(row, passages=passages)
+
+
+def table(rows, ks, priors, threshold, oracle):
+    print("k".rjust(4) + "".join(f"a = {a:g}".rjust(16) for a in priors))
+    for k in ks:
+        cells = []
+        for prior in priors:
+            em = f1 = 0.0
+            for row in rows:
+                prediction = answer(row, k, prior, threshold)
+                em += metric_max_over_ground_truths(exact_match_score_v1, prediction, row["answers"])
+                f1 += metric_max_over_ground_truths(f1_score_v1, prediction, row["answers"])
+            cells.append(f"{100 * em / len(rows):.2f} / {100 * f1 / len(rows):.2f}".rjust(16))
+        if oracle:
+            best = sum(max((metric_max_over_ground_truths(f1_score_v1, p["answers"][0]["answer"], row["answers"])
+                            for p in row["passages"][:k] if p["answers"]), default=0.0) for row in rows)
+            cells.append(f"   oracle F1 {100 * best / len(rows):.2f}")
+        print(f"{k:>4}" + "".join(cells))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("per_question", help="JSON lines written by `lector eval odqa --per-question`")
@@ -49,26 +89,20 @@ def main():
     parser.add_argument("--oracle", action="store_true",
                         help="also print the F1 of an oracle aggregation: per question, the best F1 among the "
                              "reader's best answers of the first k passages (what no aggregation rule can beat)")
+    parser.add_argument("--rerank-oracle", metavar="SQUAD",
+                        help="also score after a perfect reranker of the retrieved passages: those containing a "
+                             "gold answer first (SQUAD: the dataset the file was made from, for the passage texts)")
     args = parser.parse_args()
     with open(args.per_question, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
     priors = [float(a) for a in args.priors.split(",")]
+    ks = [int(k) for k in args.ks.split(",")]
     print(f"{len(rows)} questions; EM / F1 by k (rows) and rank prior a (columns), threshold {args.threshold}")
-    print("k".rjust(4) + "".join(f"a = {a:g}".rjust(16) for a in priors))
-    for k in [int(k) for k in args.ks.split(",")]:
-        cells = []
-        for prior in priors:
-            em = f1 = 0.0
-            for row in rows:
-                prediction = answer(row, k, prior, args.threshold)
-                em += metric_max_over_ground_truths(exact_match_score_v1, prediction, row["answers"])
-                f1 += metric_max_over_ground_truths(f1_score_v1, prediction, row["answers"])
-            cells.append(f"{100 * em / len(rows):.2f} / {100 * f1 / len(rows):.2f}".rjust(16))
-        if args.oracle:
-            best = sum(max((metric_max_over_ground_truths(f1_score_v1, p["answers"][0]["answer"], row["answers"])
-                            for p in row["passages"][:k] if p["answers"]), default=0.0) for row in rows)
-            cells.append(f"   oracle F1 {100 * best / len(rows):.2f}")
-        print(f"{k:>4}" + "".join(cells))
+    table(rows, ks, priors, args.threshold, args.oracle)
+    if args.rerank_oracle:
+        ctx = contexts(args.rerank_oracle)
+        print("after an oracle reranker of the retrieved passages (those holding a gold answer first)")
+        table([reranked_by_oracle(row, ctx) for row in rows], ks, priors, args.threshold, args.oracle)
 
 
 if __name__ == "__main__":

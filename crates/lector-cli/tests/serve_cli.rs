@@ -202,10 +202,15 @@ fn chromium() -> Option<PathBuf> {
 #[test]
 fn the_web_page_answers_in_headless_chromium() {
     let Some(browser) = chromium() else {
+        // CI installs Chromium (`tools/setup-chromium.sh`): there, a missing browser is a failure.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no Chromium found under CI: run tools/setup-chromium.sh or set CHROMIUM"
+        );
         eprintln!();
         eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
         eprintln!("!!! SKIPPED the_web_page_answers_in_headless_chromium: no Chromium found  !!!");
-        eprintln!("!!! (install chromium or set CHROMIUM=/path/to/chromium; CI has it)        !!!");
+        eprintln!("!!! (tools/setup-chromium.sh installs it, or set CHROMIUM=/path/to/it)  !!!");
         eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
         return;
     };
@@ -214,7 +219,7 @@ fn the_web_page_answers_in_headless_chromium() {
     let (mut server, addr) = serve(&index, &[]);
     let url = format!("http://{addr}/?q=Which%20team%20won%20Super%20Bowl%2050%3F");
     let profile = dir.path().join("chromium-profile");
-    let headless = |extra: &[String]| {
+    let headless = |url: &str, extra: &[String]| {
         Command::new(&browser)
             .args([
                 "--headless",
@@ -229,11 +234,11 @@ fn the_web_page_answers_in_headless_chromium() {
             ])
             .arg(format!("--user-data-dir={}", profile.display()))
             .args(extra)
-            .arg(&url)
+            .arg(url)
             .output()
             .expect("chromium runs")
     };
-    let out = headless(&["--dump-dom".to_string()]);
+    let out = headless(&url, &["--dump-dom".to_string()]);
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
         dom.contains("data-state=\"answered\""),
@@ -249,12 +254,30 @@ fn the_web_page_answers_in_headless_chromium() {
     assert!(dom.contains("<svg id=\"chart\""), "the probability chart");
     assert!(dom.contains("<rect"), "the chart has bars");
 
+    // `rank_prior=0` in the address selects the control, and the request carries it: answers
+    // from passages below the first score differently among the runner-ups.
+    let runners = |dom: &str| -> String {
+        let table = dom
+            .split("<table id=\"runners\">")
+            .nth(1)
+            .expect("runner-ups");
+        table.split("</table>").next().unwrap().to_string()
+    };
+    let flat = headless(&format!("{url}&rank_prior=0"), &["--dump-dom".to_string()]);
+    let flat = String::from_utf8_lossy(&flat.stdout);
+    assert!(flat.contains("data-state=\"answered\""), "{flat}");
+    assert_ne!(
+        runners(&flat),
+        runners(&dom),
+        "rank_prior=0 changed no score"
+    );
+
     // A screenshot for people, kept under target/.
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web");
     std::fs::create_dir_all(&shots).unwrap();
     let shot = shots.join("answer.png");
     let _ = std::fs::remove_file(&shot);
-    let out = headless(&[format!("--screenshot={}", shot.display())]);
+    let out = headless(&url, &[format!("--screenshot={}", shot.display())]);
     assert!(
         shot.metadata().map(|m| m.len() > 10_000).unwrap_or(false),
         "no screenshot: {}",

@@ -68,7 +68,8 @@ def examples(articles, rng):
 
 
 def batches(items, size):
-    """Batches of `size` with at most one question per paragraph; leftovers wait for a later batch."""
+    """Batches of `size` with at most one question per paragraph (a repeat waits for a later batch; the last,
+    incomplete batch is dropped)."""
     pending = list(items)
     while pending:
         batch, seen, rest = [], set(), []
@@ -120,7 +121,7 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     warmup = max(1, len(plan) // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (len(plan) - s) / (len(plan) - warmup))))
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (len(plan) - s) / max(1, len(plan) - warmup))))
     print(f"{len(items)} questions, {len(plan)} batches of {args.batch}", flush=True)
     began = time.time()
     for step, batch in enumerate(plan, start=1):

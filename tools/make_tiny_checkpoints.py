@@ -217,16 +217,20 @@ def wrap(kind, tok):
 
 def make_model(kind, vocab_size, tokenizer):
     import torch
-    from transformers import (BertConfig, BertForQuestionAnswering, BertModel, DistilBertConfig,
+    from transformers import (BertConfig, BertForQuestionAnswering, BertForSequenceClassification, BertModel,
+                              DistilBertConfig,
                               DistilBertForQuestionAnswering, RobertaConfig, RobertaForQuestionAnswering,
                               XLMRobertaConfig, XLMRobertaForQuestionAnswering)
 
     torch.manual_seed(SEED)
     common = dict(vocab_size=vocab_size, initializer_range=INIT_RANGE)
-    if kind in ("bert", "bert-nohead"):
+    if kind in ("bert", "bert-nohead", "bert-rerank"):
         cfg = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                          max_position_embeddings=128, type_vocab_size=2, pad_token_id=tokenizer.pad_token_id,
                          **common)
+        if kind == "bert-rerank":
+            cfg.num_labels = 1
+            return BertForSequenceClassification(cfg)
         return BertForQuestionAnswering(cfg) if kind == "bert" else BertModel(cfg, add_pooling_layer=True)
     if kind == "distilbert":
         cfg = DistilBertConfig(dim=32, n_layers=2, n_heads=4, hidden_dim=64, max_position_embeddings=128,
@@ -362,6 +366,33 @@ def expected_for(model, tokenizer, versions):
     }
 
 
+RERANK_CASES = [
+    ("Which team won Super Bowl 50?", [
+        "Super Bowl 50 was an American football game. The Denver Broncos defeated the Carolina Panthers 24-10.",
+        "The game was played on February 7, 2016, at Levi's Stadium in Santa Clara, California.",
+        "Café “Zürich” served 寿司 — and 🙂 emoji — to the fans.",
+    ]),
+    # a passage longer than the 128 positions: truncated (longest_first) to 128 tokens
+    ("Where was the game played?", [" ".join(["The stadium hosted the game in the bay area of California."] * 20)]),
+]
+
+
+def rerank_expected(model, tokenizer, versions):
+    """Scores of each (question, passage) pair, as a reranker computes them: truncation=True (longest_first)
+    at the model's 128 positions, padded batch, the classifier's one logit."""
+    import torch
+    cases = []
+    for question, passages in RERANK_CASES:
+        enc = tokenizer([question] * len(passages), passages, padding=True, truncation=True, max_length=128,
+                        return_tensors="pt")
+        with torch.no_grad():
+            scores = model(**enc).logits[:, 0]
+        lengths = enc["attention_mask"].sum(1)
+        cases.append({"question": question, "passages": passages, "scores": to_list(scores),
+                      "input_ids": [ids[:n].tolist() for ids, n in zip(enc["input_ids"], lengths)]})
+    return {"versions": versions, "max_length": 128, "cases": cases}
+
+
 def write_json(path, obj):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, ensure_ascii=False, indent=1)
@@ -386,7 +417,7 @@ def main():
     torch.set_num_threads(args.threads)
     import tokenizers
     import transformers
-    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+    from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification, AutoTokenizer
 
     transformers.logging.set_verbosity_error()
     versions = {"torch": torch.__version__, "transformers": transformers.__version__,
@@ -437,6 +468,13 @@ def main():
             nohead = make_model("bert-nohead", len(tokenizer), tokenizer)
             dn = save("tiny-bert-nohead", nohead, tokenizer)
             sizes["tiny-bert-nohead"] = folder_size(dn)
+            # a cross-encoder reranker: the same encoder shape with a one-label classification head
+            rerank = make_model("bert-rerank", len(tokenizer), tokenizer)
+            dr = save("tiny-bert-rerank", rerank, tokenizer)
+            mr = AutoModelForSequenceClassification.from_pretrained(dr, dtype=torch.float32)
+            write_json(os.path.join(dr, "expected.json"), rerank_expected(mr, AutoTokenizer.from_pretrained(dr),
+                                                                          versions))
+            sizes["tiny-bert-rerank"] = folder_size(dr)
 
     print(json.dumps({"out": args.out, "versions": versions, "bytes": sizes}, indent=1))
 

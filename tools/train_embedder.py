@@ -35,7 +35,7 @@ from transformers import AutoModel, PreTrainedTokenizerFast
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from squad_official import normalize_answer  # noqa: E402
-from train_reader import TRAIN, Bm25, chunk  # noqa: E402
+from train_reader import TRAIN, Bm25, chunk, linear_schedule  # noqa: E402
 
 EMBEDDER = os.path.expanduser("~/.cache/lector/models/all-minilm-l6-v2")
 
@@ -119,9 +119,7 @@ def main():
     model.train()
     plan = list(batches(items, args.batch))
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    warmup = max(1, len(plan) // 10)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (len(plan) - s) / max(1, len(plan) - warmup))))
+    schedule = linear_schedule(optimizer, len(plan), warmup=max(1, len(plan) // 10))
     print(f"{len(items)} questions, {len(plan)} batches of {args.batch}", flush=True)
     began = time.time()
     for step, batch in enumerate(plan, start=1):

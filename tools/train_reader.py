@@ -147,6 +147,12 @@ def groups(articles, passages, by_paragraph, questions, negatives, rng):
     return out
 
 
+def linear_schedule(optimizer, steps, warmup):
+    """Learning rate: linear warm-up over `warmup` steps, then linear decay to 0 at `steps`."""
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+
+
 def encode(tok, batch, max_length):
     """Tokenised passages of a batch of groups, with targets and masks."""
     questions = [q for q, group in batch for _ in group]
@@ -231,9 +237,7 @@ def main():
     model.train()
     steps = math.ceil(len(data) / args.batch)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    warmup = max(1, steps // 20)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    schedule = linear_schedule(optimizer, steps, warmup=max(1, steps // 20))
     began, running = time.time(), None
     for step in range(steps):
         batch = data[step * args.batch:(step + 1) * args.batch]

@@ -2,6 +2,7 @@
 
 use crate::generate::GeneratorArgs;
 use crate::index::IndexDir;
+use crate::reranker::{self, RerankOptions};
 use crate::search::RetrievalOptions;
 use crate::table::{fmt_prob, print_table};
 use anyhow::{Context, Result};
@@ -26,6 +27,8 @@ pub struct AskArgs {
     k: usize,
     #[command(flatten)]
     retrieval: RetrievalOptions,
+    #[command(flatten)]
+    rerank: RerankOptions,
     /// Add up the scores of answers that normalise to the same text across passages.
     #[arg(long)]
     vote: bool,
@@ -67,8 +70,12 @@ pub fn run(args: AskArgs) -> Result<()> {
     if args.generate {
         return run_generative(&args);
     }
-    let (pipeline, search) =
-        open_pipeline(&args.dir.path(), args.model.as_deref(), &args.retrieval)?;
+    let (pipeline, search) = open_pipeline(
+        &args.dir.path(),
+        args.model.as_deref(),
+        &args.retrieval,
+        &args.rerank,
+    )?;
     let options = AskOptions {
         search: Some(search),
         k: args.k,
@@ -115,8 +122,13 @@ fn run_generative(args: &AskArgs) -> Result<()> {
         (None, 0.0)
     } else {
         let start = Instant::now();
-        let passages =
-            retrieve_passages(&args.dir.path(), &args.retrieval, &args.question, args.k)?;
+        let passages = retrieve_passages(
+            &args.dir.path(),
+            &args.retrieval,
+            &args.rerank,
+            &args.question,
+            args.k,
+        )?;
         (Some(passages), start.elapsed().as_secs_f64() * 1000.0)
     };
     let generator = args.generator.load()?;
@@ -153,6 +165,7 @@ fn run_generative(args: &AskArgs) -> Result<()> {
 fn retrieve_passages(
     dir: &Path,
     retrieval: &RetrievalOptions,
+    rerank: &RerankOptions,
     question: &str,
     k: usize,
 ) -> Result<Vec<Passage>> {
@@ -163,15 +176,18 @@ fn retrieve_passages(
     let (search, embedder) = retrieval.resolve(&index)?;
     let embedder = embedder.map(|e| Box::new(e) as Box<dyn lector_index::Embedder>);
     let retriever = index.retriever(&search, embedder.as_deref())?;
-    Ok(retriever
-        .retrieve(question, k)?
-        .into_iter()
-        .map(|h| Passage {
-            doc_id: h.doc_id,
-            title: h.title,
-            text: h.text,
-        })
-        .collect())
+    let hits = retriever.retrieve(question, rerank.depth(k))?;
+    let reranker = rerank.load()?;
+    Ok(
+        reranker::apply(reranker.as_ref().map(|(r, _)| r), question, hits, k)?
+            .into_iter()
+            .map(|h| Passage {
+                doc_id: h.doc_id,
+                title: h.title,
+                text: h.text,
+            })
+            .collect(),
+    )
 }
 
 /// The pipeline over `index_dir` (with its calibration and, for dense modes, its embedder) and
@@ -180,6 +196,7 @@ pub fn open_pipeline(
     index_dir: &Path,
     model: Option<&Path>,
     retrieval: &RetrievalOptions,
+    rerank: &RerankOptions,
 ) -> Result<(Pipeline, SearchOptions)> {
     let index = Index::open(index_dir)?;
     let (search, embedder) = retrieval.resolve(&index)?;
@@ -199,6 +216,9 @@ pub fn open_pipeline(
     let mut pipeline = Pipeline::new(index, reader).with_calibration(calibration);
     if let Some(embedder) = embedder {
         pipeline = pipeline.with_embedder(Box::new(embedder));
+    }
+    if let Some((reranker, depth)) = rerank.load()? {
+        pipeline = pipeline.with_reranker(Box::new(reranker), depth);
     }
     Ok((pipeline, search))
 }
@@ -333,8 +353,16 @@ fn print_passages(r: &Response) {
             ]
         })
         .collect();
+    // A hit's score is its last stage's: the reranker's when there is one.
+    let reranked = r.passages.iter().any(|p| {
+        p.hit
+            .sources
+            .iter()
+            .any(|s| s.retriever == lector_index::RetrieverKind::Rerank)
+    });
+    let score = if reranked { "rerank" } else { "retrieval" };
     print_table(
-        &["rank", "bm25", "reader", "na_prob", "passage", "best span"],
+        &["rank", score, "reader", "na_prob", "passage", "best span"],
         &rows,
     );
 }
@@ -426,8 +454,13 @@ fn sparkline(values: &[f32]) -> String {
 fn print_timings(r: &Response) {
     let t = r.timings;
     println!();
+    let rerank = if t.rerank_ms > 0.0 {
+        format!(", rerank {:.1} ms", t.rerank_ms)
+    } else {
+        String::new()
+    };
     println!(
-        "time: retrieve {:.2} ms, read {:.1} ms, aggregate {:.2} ms ({} passages)",
+        "time: retrieve {:.2} ms{rerank}, read {:.1} ms, aggregate {:.2} ms ({} passages)",
         t.retrieve_ms,
         t.read_ms,
         t.aggregate_ms,

@@ -9,6 +9,7 @@ mod generate;
 mod index;
 mod models;
 mod read;
+mod reranker;
 mod search;
 mod serve;
 mod table;

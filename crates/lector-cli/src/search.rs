@@ -3,6 +3,7 @@
 
 use crate::embedder::{self, IndexEmbedder};
 use crate::index::IndexDir;
+use crate::reranker::{self, RerankOptions};
 use crate::table::print_table;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
@@ -21,6 +22,8 @@ pub struct SearchArgs {
     k: usize,
     #[command(flatten)]
     retrieval: RetrievalOptions,
+    #[command(flatten)]
+    rerank: RerankOptions,
     /// Print JSON (full passage text, offsets, per-retriever scores) instead of a table.
     #[arg(long)]
     json: bool,
@@ -115,9 +118,11 @@ pub fn bm25_params(index: &Index, k1: Option<f64>, b: Option<f64>) -> Result<Bm2
 pub fn run(args: SearchArgs) -> Result<()> {
     let index = Index::open(args.dir.path())?;
     let (options, embedder) = args.retrieval.resolve(&index)?;
+    let reranker = args.rerank.load()?;
     let hits = index
         .retriever(&options, as_dyn(&embedder))?
-        .retrieve(&args.query, args.k)?;
+        .retrieve(&args.query, args.rerank.depth(args.k))?;
+    let hits = reranker::apply(reranker.as_ref().map(|(r, _)| r), &args.query, hits, args.k)?;
     if args.json {
         let params = options.bm25;
         let out = json!({"query": args.query, "mode": options.mode.name(), "k1": params.k1, "b": params.b, "hits": hits});

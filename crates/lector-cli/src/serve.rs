@@ -2,6 +2,7 @@
 
 use crate::embedder::{self, IndexEmbedder};
 use crate::index::IndexDir;
+use crate::reranker::RerankOptions;
 use crate::search::RetrievalOptions;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -47,6 +48,8 @@ pub struct ServeArgs {
     queue: usize,
     #[command(flatten)]
     retrieval: RetrievalOptions,
+    #[command(flatten)]
+    rerank: RerankOptions,
     /// Reader checkpoint directory [default: $LECTOR_READER, else the shipped models/reader-minilm-squad].
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
@@ -77,7 +80,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
         None => embedder::for_index(&index, args.retrieval.embedder.as_deref())?
             .map(|e: IndexEmbedder| Arc::new(e) as Arc<dyn Embedder>),
     };
-    let pipeline = open_pipeline(index, args.model.as_deref(), embedder.clone())?;
+    let mut pipeline = open_pipeline(index, args.model.as_deref(), embedder.clone())?;
+    if let Some((reranker, depth)) = args.rerank.load()? {
+        pipeline = pipeline.with_reranker(Box::new(reranker), depth);
+    }
     let config = Config {
         api_key: api_key(args.api_key.clone()),
         search,

@@ -105,6 +105,57 @@ fn ask_answers_with_evidence_at_document_offsets() {
 }
 
 #[test]
+fn rerank_reorders_the_passages_read_and_refuses_a_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let (index, _) = index(dir.path());
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../lector-models/tests/fixtures/tiny-bert-rerank")
+        .to_string_lossy()
+        .into_owned();
+    let question = "Which NFL team represented the AFC at Super Bowl 50?";
+    let out = json(&lector(&[
+        "ask",
+        question,
+        "--index",
+        &index,
+        "--k",
+        "2",
+        "--rerank",
+        &tiny,
+        "--rerank-depth",
+        "8",
+        "--json",
+    ]));
+    let passages = out["passages"].as_array().unwrap();
+    assert_eq!(passages.len(), 2);
+    let mut previous = f64::INFINITY;
+    for (rank, p) in passages.iter().enumerate() {
+        let sources = p["sources"].as_array().unwrap();
+        let rerank = sources.last().unwrap();
+        assert_eq!(rerank["retriever"], "rerank");
+        assert_eq!(rerank["rank"], rank + 1);
+        // The bm25 rank it came from lies within the depth, and scores fall with the rank.
+        assert!(sources[0]["rank"].as_u64().unwrap() <= 8);
+        let score = p["score"].as_f64().unwrap();
+        assert!(score <= previous);
+        previous = score;
+    }
+    assert!(out["timings"]["rerank_ms"].as_f64().unwrap() > 0.0);
+    let reader = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../models/reader-minilm-squad")
+        .to_string_lossy()
+        .into_owned();
+    let err = fails(&lector(&[
+        "ask", question, "--index", &index, "--rerank", &reader,
+    ]));
+    assert!(
+        err.contains("cannot load the reranker")
+            && err.contains("not a reranker: no classifier weights"),
+        "{err}"
+    );
+}
+
+#[test]
 fn calibrate_writes_the_file_and_ask_abstains_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let (index, _) = index(dir.path());

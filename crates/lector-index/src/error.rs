@@ -38,6 +38,9 @@ pub enum Error {
     /// The embedder failed or returned malformed vectors.
     #[error("embedding failed: {0}")]
     Embed(String),
+    /// The reranker failed or returned the wrong number of scores.
+    #[error("reranking failed: {0}")]
+    Rerank(String),
 }
 
 /// Result alias for this crate.

@@ -42,6 +42,7 @@ pub mod html;
 mod index;
 pub mod ingest;
 pub mod passage;
+mod rerank;
 pub mod retriever;
 mod search;
 mod segment;
@@ -57,6 +58,7 @@ pub use embed::Embedder;
 pub use error::{Error, Result};
 pub use index::{Bm25Retriever, DocumentHit, DocumentRef, Index, IndexStats};
 pub use passage::{ChunkConfig, Span};
+pub use rerank::{rerank, PassageScorer, DEFAULT_RERANK_DEPTH};
 pub use retriever::{fuse, rank_documents, Fusion, Hit, Mode, Retriever, RetrieverKind, Source};
 pub use search::{
     DenseRetriever, HybridRetriever, SearchOptions, DEFAULT_EF, DEFAULT_FUSION_DEPTH,

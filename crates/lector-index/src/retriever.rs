@@ -21,6 +21,8 @@ pub enum RetrieverKind {
     Dense,
     /// BM25 and dense fused.
     Hybrid,
+    /// A reranker's reordering of another retriever's passages.
+    Rerank,
 }
 
 /// How a query is answered.

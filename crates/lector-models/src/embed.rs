@@ -110,23 +110,11 @@ impl SentenceEmbedder {
     }
 }
 
-/// A right-padded batch of `rows`.
+/// A right-padded batch of `rows`, every token of type 0 (one text per row).
 fn pad(rows: &[&[u32]], pad_id: u32) -> Inputs {
-    let seq_len = rows.iter().map(|r| r.len()).max().unwrap_or(0);
-    let mut inputs = Inputs {
-        batch: rows.len(),
-        seq_len,
-        ..Inputs::default()
-    };
-    for row in rows {
-        let padding = seq_len - row.len();
-        inputs.ids.extend_from_slice(row);
-        inputs.ids.extend(std::iter::repeat_n(pad_id, padding));
-        inputs.mask.extend(std::iter::repeat_n(1, row.len()));
-        inputs.mask.extend(std::iter::repeat_n(0, padding));
-    }
-    inputs.type_ids = vec![0; inputs.ids.len()];
-    inputs
+    let zeros = vec![0; rows.iter().map(|r| r.len()).max().unwrap_or(0)];
+    let pairs: Vec<(&[u32], &[u32])> = rows.iter().map(|r| (*r, &zeros[..r.len()])).collect();
+    Inputs::right_padded(&pairs, pad_id)
 }
 
 /// The mean of the token states `(tokens, dim)`, scaled to unit length (sentence-transformers
@@ -163,6 +151,7 @@ mod tests {
         let inputs = pad(&[&[5, 6, 7], &[8]], 0);
         assert_eq!(inputs.ids, [5, 6, 7, 8, 0, 0]);
         assert_eq!(inputs.mask, [1, 1, 1, 1, 0, 0]);
+        assert_eq!(inputs.type_ids, [0; 6]);
         assert_eq!(inputs.lengths(), [3, 1]);
     }
 }

@@ -29,6 +29,9 @@ pub enum Error {
     /// The weights have an encoder but no `qa_outputs` layer.
     #[error("{path}: checkpoint has no qa_outputs weights: not a question-answering model", path = .path.display())]
     NoQaHead { path: PathBuf },
+    /// The checkpoint is not a cross-encoder lector can rerank with.
+    #[error("{path}: not a reranker: {why}", path = .path.display())]
+    NoRerankHead { path: PathBuf, why: String },
     /// The weights could not be read or have the wrong names or shapes.
     #[error("{path}: cannot load weights: {error}", path = .path.display())]
     Weights {

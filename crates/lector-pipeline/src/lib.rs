@@ -2,7 +2,9 @@
 //!
 //! A question goes through three stages, each timed:
 //!
-//! 1. **retrieve** the top `k` passages ([`retrieve`]: BM25 today; dense and hybrid plug in there);
+//! 1. **retrieve** the top `k` passages (BM25, dense or hybrid); with a reranker
+//!    ([`Pipeline::with_reranker`]), retrieve its depth and keep the `k` the reranker scores best
+//!    ([`lector_index::rerank`]);
 //! 2. **read** them in one batch with the extractive reader (one reader query per passage);
 //! 3. **aggregate** the passages' answers into ranked candidates ([`aggregate::aggregate`]):
 //!    answers that normalise to the same text (SQuAD normalisation) are one candidate, scored by
@@ -36,7 +38,7 @@ pub use aggregate::{
 pub use calibration::{Calibration, DEFAULT_THRESHOLD};
 pub use error::{Error, Result};
 
-use lector_index::{Embedder, Hit, Index, Mode, SearchOptions};
+use lector_index::{Embedder, Hit, Index, Mode, PassageScorer, Retriever, SearchOptions};
 use lector_reader::{Query, ReadParams, Reader, WindowProbabilities};
 use serde::Serialize;
 use std::path::Path;
@@ -80,6 +82,8 @@ impl Default for AskOptions {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Timings {
     pub retrieve_ms: f64,
+    /// 0 without a reranker.
+    pub rerank_ms: f64,
     pub read_ms: f64,
     pub aggregate_ms: f64,
 }
@@ -110,21 +114,32 @@ pub struct Response {
     pub timings: Timings,
 }
 
-/// Progress of [`Pipeline::ask_many`]'s reading stage.
+/// The slow stages of [`Pipeline::ask_many`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Retrieving and reranking, question by question (reported with a reranker only).
+    Rerank,
+    /// Reading every passage in one batch.
+    Read,
+}
+
+/// Progress of [`Pipeline::ask_many`]: `done` of `total` questions reranked or passages read.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
-    /// Passages read so far.
-    pub read: usize,
-    /// Passages to read.
+    pub stage: Stage,
+    pub done: usize,
     pub total: usize,
 }
 
-/// An index, a reader, the abstention threshold, and the embedder of a dense index.
+/// An index, a reader, the abstention threshold, the embedder of a dense index, and an optional
+/// reranker.
 pub struct Pipeline {
     index: Index,
     reader: Reader,
     calibration: Option<Calibration>,
     embedder: Option<Box<dyn Embedder>>,
+    /// The reranker and how many passages it chooses from.
+    reranker: Option<(Box<dyn PassageScorer>, usize)>,
 }
 
 /// The index's default retrieval: hybrid when it has passage vectors, else BM25.
@@ -145,12 +160,20 @@ impl Pipeline {
             reader,
             calibration: None,
             embedder: None,
+            reranker: None,
         }
     }
 
     /// Sets the embedder dense and hybrid retrieval use for questions (the index's model).
     pub fn with_embedder(mut self, embedder: Box<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
+        self
+    }
+
+    /// Sets a reranker: questions then retrieve `depth` passages (at least `k`) and read the `k`
+    /// it scores best.
+    pub fn with_reranker(mut self, reranker: Box<dyn PassageScorer>, depth: usize) -> Self {
+        self.reranker = Some((reranker, depth));
         self
     }
 
@@ -219,15 +242,20 @@ impl Pipeline {
             .unwrap_or_else(|| default_search(&self.index));
         let retriever = self.index.retriever(&search, self.embedder.as_deref())?;
         let mut retrieved = Vec::with_capacity(questions.len());
-        for question in questions {
-            let start = Instant::now();
-            let hits: Vec<Hit> = retriever.retrieve(question, options.k)?;
-            retrieved.push((hits, start.elapsed()));
+        for (i, question) in questions.iter().enumerate() {
+            retrieved.push(self.retrieve_with(retriever.as_ref(), question, options.k)?);
+            if self.reranker.is_some() {
+                progress(Progress {
+                    stage: Stage::Rerank,
+                    done: i + 1,
+                    total: questions.len(),
+                });
+            }
         }
         let queries: Vec<Query> = questions
             .iter()
             .zip(&retrieved)
-            .flat_map(|(question, (hits, _))| {
+            .flat_map(|(question, (hits, _, _))| {
                 hits.iter().map(move |h| Query {
                     question,
                     context: &h.text,
@@ -239,7 +267,11 @@ impl Pipeline {
         let mut predictions = self
             .reader
             .answer_batch(&queries, &options.read, &mut |read| {
-                progress(Progress { read, total })
+                progress(Progress {
+                    stage: Stage::Read,
+                    done: read,
+                    total,
+                })
             })?
             .into_iter();
         let read_share = start.elapsed() / questions.len().max(1) as u32;
@@ -252,7 +284,7 @@ impl Pipeline {
         Ok(questions
             .iter()
             .zip(retrieved)
-            .map(|(question, (hits, retrieve_time))| {
+            .map(|(question, (hits, retrieve_time, rerank_time))| {
                 let start = Instant::now();
                 let readings: Vec<PassageReading> = hits
                     .into_iter()
@@ -265,12 +297,41 @@ impl Pipeline {
                 let mut response = self.respond(question, readings, &how);
                 response.timings = Timings {
                     retrieve_ms: ms(retrieve_time),
+                    rerank_ms: ms(rerank_time),
                     read_ms: ms(read_share),
                     aggregate_ms: ms(start.elapsed()),
                 };
                 response
             })
             .collect())
+    }
+
+    /// The passages a question is read in: the retriever's best `k`, or, with a reranker, the
+    /// `k` it scores best among the retriever's best [`Pipeline::with_reranker`] depth.
+    pub fn retrieve(&self, question: &str, search: &SearchOptions, k: usize) -> Result<Vec<Hit>> {
+        let retriever = self.index.retriever(search, self.embedder.as_deref())?;
+        Ok(self.retrieve_with(retriever.as_ref(), question, k)?.0)
+    }
+
+    /// [`Pipeline::retrieve`] with a retriever, and the time spent retrieving and reranking.
+    fn retrieve_with(
+        &self,
+        retriever: &dyn Retriever,
+        question: &str,
+        k: usize,
+    ) -> Result<(Vec<Hit>, Duration, Duration)> {
+        let start = Instant::now();
+        let Some((reranker, depth)) = &self.reranker else {
+            return Ok((
+                retriever.retrieve(question, k)?,
+                start.elapsed(),
+                Duration::ZERO,
+            ));
+        };
+        let hits = retriever.retrieve(question, k.max(*depth))?;
+        let retrieve_time = start.elapsed();
+        let hits = lector_index::rerank(reranker.as_ref(), question, hits, k)?;
+        Ok((hits, retrieve_time, start.elapsed() - retrieve_time))
     }
 
     /// The start and end probabilities of the reader over the tokens of `passage`, per window

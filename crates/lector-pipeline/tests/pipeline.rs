@@ -3,7 +3,10 @@
 
 use lector_eval::normalize::normalize_answer;
 use lector_index::ingest::{self, IngestOptions, Item};
-use lector_index::{Index, IndexSettings, IndexWriter, Mode, SearchOptions};
+use lector_index::{
+    Index, IndexSettings, IndexWriter, Mode, PassageScorer, RetrieverKind, SearchOptions,
+};
+use lector_models::CrossEncoder;
 use lector_pipeline::calibration::{curve, Target};
 use lector_pipeline::{
     answer_score, Abstention, AskOptions, Calibration, Error, Pipeline, Response,
@@ -275,4 +278,74 @@ fn prefer_recent_picks_the_newer_of_two_near_tied_documents() {
     let answer = response.answer.unwrap();
     assert_eq!(answer.text, "Bob Jones");
     assert_eq!(answer.evidence.date.as_deref(), Some("2024-06-30"));
+}
+
+/// A cross-encoder (the tiny random one of lector-models' fixtures) as the pipeline's reranker.
+struct FixtureReranker(CrossEncoder);
+
+impl PassageScorer for FixtureReranker {
+    fn score(&self, query: &str, passages: &[&str]) -> Result<Vec<f32>, String> {
+        self.0.score(query, passages).map_err(|e| e.to_string())
+    }
+}
+
+fn fixture_reranker() -> CrossEncoder {
+    CrossEncoder::load(&workspace().join("crates/lector-models/tests/fixtures/tiny-bert-rerank"))
+        .unwrap()
+}
+
+#[test]
+fn a_reranker_chooses_the_passages_read_among_its_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pipeline, _) = pipeline(dir.path());
+    let question = "Which NFL team represented the AFC at Super Bowl 50?";
+    let search = SearchOptions::for_index(pipeline.index(), Mode::Bm25);
+    let retrieved = pipeline.retrieve(question, &search, 10).unwrap();
+    assert_eq!(retrieved.len(), 10);
+    // What the reranker should keep: the 3 of the 10 it scores best, titled as embedded.
+    let texts: Vec<String> = retrieved
+        .iter()
+        .map(|h| format!("{} {}", h.title.as_deref().unwrap(), h.text))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let scores = fixture_reranker().score(question, &refs).unwrap();
+    let mut order: Vec<usize> = (0..10).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let want: Vec<(&str, usize)> = order[..3]
+        .iter()
+        .map(|&i| (retrieved[i].doc_id.as_str(), retrieved[i].passage))
+        .collect();
+
+    let pipeline = pipeline.with_reranker(Box::new(FixtureReranker(fixture_reranker())), 10);
+    let options = AskOptions {
+        search: Some(search),
+        k: 3,
+        ..AskOptions::default()
+    };
+    let response = pipeline.ask(question, &options).unwrap();
+    let read: Vec<(&str, usize)> = response
+        .passages
+        .iter()
+        .map(|p| (p.hit.doc_id.as_str(), p.hit.passage))
+        .collect();
+    assert_eq!(read, want);
+    for (rank, (p, &i)) in response.passages.iter().zip(&order).enumerate() {
+        let source = p.hit.sources.last().unwrap();
+        assert_eq!(
+            (source.retriever, source.rank),
+            (RetrieverKind::Rerank, rank + 1)
+        );
+        assert!((p.hit.score - f64::from(scores[i])).abs() < 1e-4);
+        assert_eq!(p.hit.sources[0].retriever, RetrieverKind::Bm25);
+    }
+    assert!(response.timings.rerank_ms > 0.0);
+    if let Some(answer) = &response.answer {
+        assert!(want.contains(&(answer.evidence.doc_id.as_str(), answer.evidence.passage)));
+        check_offsets(&pipeline, &response);
+    }
+    // Without a reranker nothing is reranked.
+    let plain = Pipeline::new(pipeline.index().clone(), reader());
+    let response = plain.ask(question, &options).unwrap();
+    assert_eq!(response.timings.rerank_ms, 0.0);
+    assert!(response.passages.iter().all(|p| p.hit.sources.len() == 1));
 }

@@ -291,10 +291,7 @@ pub async fn search(
         .gate
         .run(move || {
             let pipeline = shared.pipeline();
-            let hits = pipeline
-                .index()
-                .retriever(&options, shared.embedder())?
-                .retrieve(&params.q, params.k)?;
+            let hits = pipeline.retrieve(&params.q, &options, params.k)?;
             Ok(json!({"query": params.q, "mode": options.mode.name(), "hits": hits}))
         })
         .await?;

@@ -75,9 +75,7 @@ fn answer(
     let start = Instant::now();
     let hits = state
         .pipeline()
-        .index()
-        .retriever(&ask.search, state.embedder())?
-        .retrieve(&ask.question, ask.k)?;
+        .retrieve(&ask.question, &ask.search, ask.k)?;
     let retrieve_ms = start.elapsed().as_secs_f64() * 1000.0;
     let passages: Vec<Passage> = hits
         .iter()

@@ -13,6 +13,7 @@
 use super::{write_jsonl, Intervals, OutputArgs};
 use crate::ask::open_pipeline;
 use crate::read::{gold_queries, run_with_progress};
+use crate::reranker::RerankOptions;
 use crate::search::RetrievalOptions;
 use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
@@ -25,7 +26,7 @@ use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore, Squad
 use lector_eval::stats::{self, Bootstrap};
 use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::{IndexSettings, IndexWriter, Mode, SearchOptions};
-use lector_pipeline::{AskOptions, PassageReading, Pipeline, Response};
+use lector_pipeline::{AskOptions, PassageReading, Pipeline, Response, Stage};
 use lector_reader::ReadParams;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -54,6 +55,8 @@ pub struct OdqaArgs {
     /// Retrieval options (with --squad, dense and hybrid embed the paragraphs).
     #[command(flatten)]
     retrieval: RetrievalOptions,
+    #[command(flatten)]
+    rerank: RerankOptions,
     /// Passages retrieved and read per question.
     #[arg(long, default_value_t = 5)]
     k: usize,
@@ -137,7 +140,12 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         .as_ref()
         .or(args.questions.as_ref())
         .expect("one input");
-    let (pipeline, search) = open_pipeline(&source, args.model.as_deref(), &args.retrieval)?;
+    let (pipeline, search) = open_pipeline(
+        &source,
+        args.model.as_deref(),
+        &args.retrieval,
+        &args.rerank,
+    )?;
     let results = evaluate(&pipeline, dataset, &search, args)?;
     report(&results, input, args)
 }
@@ -263,10 +271,14 @@ fn evaluate(
         .iter()
         .map(|q| q.question.as_str())
         .collect();
-    let bar = progress_bar("passages");
+    let bar = progress_bar();
     let responses = pipeline.ask_many(&questions, &options, &mut |p| {
+        bar.set_message(match p.stage {
+            Stage::Rerank => "questions reranked",
+            Stage::Read => "passages read",
+        });
         bar.set_length(p.total as u64);
-        bar.set_position(p.read as u64);
+        bar.set_position(p.done as u64);
     })?;
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
@@ -371,12 +383,12 @@ fn read_gold(pipeline: &Pipeline, dataset: &Dataset) -> Result<Vec<QuestionScore
     Ok(squad::evaluate(dataset, &answers, &NoAnswer::default())?.questions)
 }
 
-fn progress_bar(unit: &str) -> ProgressBar {
+fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
     bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{bar:40}} {{pos}}/{{len}} {unit} [{{elapsed_precise}}<{{eta_precise}}]"
-        ))
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
+        )
         .expect("valid template"),
     );
     bar

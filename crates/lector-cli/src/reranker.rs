@@ -1,0 +1,65 @@
+//! `--rerank DIR`: the cross-encoder that reorders retrieved passages, plugged into the index's
+//! `PassageScorer` seam.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use lector_index::{Hit, PassageScorer, DEFAULT_RERANK_DEPTH};
+use lector_models::CrossEncoder;
+use std::path::PathBuf;
+
+/// Reranking options of the commands that read passages.
+#[derive(Args, Clone)]
+pub struct RerankOptions {
+    /// Cross-encoder checkpoint that reorders the retrieved passages (a one-label
+    /// BertForSequenceClassification, such as tools/train_reranker.py makes).
+    #[arg(long, value_name = "DIR")]
+    pub rerank: Option<PathBuf>,
+    /// Passages retrieved for the reranker to choose from (with --rerank).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RERANK_DEPTH, requires = "rerank")]
+    pub rerank_depth: usize,
+}
+
+impl RerankOptions {
+    /// The reranker and its depth, when --rerank is given.
+    pub fn load(&self) -> Result<Option<(Reranker, usize)>> {
+        let Some(dir) = &self.rerank else {
+            return Ok(None);
+        };
+        if self.rerank_depth == 0 {
+            bail!("--rerank-depth must be at least 1");
+        }
+        let model = CrossEncoder::load(dir)
+            .with_context(|| format!("cannot load the reranker at {}", dir.display()))?;
+        Ok(Some((Reranker(model), self.rerank_depth)))
+    }
+
+    /// Passages to retrieve so that `k` remain after reranking.
+    pub fn depth(&self, k: usize) -> usize {
+        match self.rerank {
+            Some(_) => k.max(self.rerank_depth),
+            None => k,
+        }
+    }
+}
+
+/// A cross-encoder as the index's passage scorer.
+pub struct Reranker(CrossEncoder);
+
+impl PassageScorer for Reranker {
+    fn score(&self, query: &str, passages: &[&str]) -> std::result::Result<Vec<f32>, String> {
+        self.0.score(query, passages).map_err(|e| e.to_string())
+    }
+}
+
+/// `hits` reranked to `k` when a reranker is loaded, else unchanged.
+pub fn apply(
+    reranker: Option<&Reranker>,
+    query: &str,
+    hits: Vec<Hit>,
+    k: usize,
+) -> Result<Vec<Hit>> {
+    Ok(match reranker {
+        Some(r) => lector_index::rerank(r, query, hits, k)?,
+        None => hits,
+    })
+}

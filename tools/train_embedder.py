@@ -35,7 +35,7 @@ from transformers import AutoModel, PreTrainedTokenizerFast
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 from squad_official import normalize_answer  # noqa: E402
-from train_reader import TRAIN, Bm25, chunk, linear_schedule  # noqa: E402
+from train_reader import TRAIN, Bm25, chunk, linear_schedule, training_run  # noqa: E402
 
 EMBEDDER = os.path.expanduser("~/.cache/lector/models/all-minilm-l6-v2")
 
@@ -107,11 +107,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    rng = random.Random(args.seed)
-    with open(args.train, encoding="utf-8") as f:
-        articles = json.load(f)["data"][:-args.holdout_articles]
+    articles, rng = training_run(args)
     items = examples(articles, rng)[:args.questions]
     tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(args.model, "tokenizer.json"))
     tok.pad_token = "[PAD]"

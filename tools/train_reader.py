@@ -147,6 +147,16 @@ def groups(articles, passages, by_paragraph, questions, negatives, rng):
     return out
 
 
+def training_run(args):
+    """Seeds torch and Python from --seed, sets --threads, and returns the --train articles without the last
+    --holdout-articles (the held-out sets) and the seeded random generator."""
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    with open(args.train, encoding="utf-8") as f:
+        articles = json.load(f)["data"][:-args.holdout_articles]
+    return articles, random.Random(args.seed)
+
+
 def linear_schedule(optimizer, steps, warmup):
     """Learning rate: linear warm-up over `warmup` steps, then linear decay to 0 at `steps`."""
     return torch.optim.lr_scheduler.LambdaLR(
@@ -221,12 +231,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    rng = random.Random(args.seed)
-
-    with open(args.train, encoding="utf-8") as f:
-        articles = json.load(f)["data"][:-args.holdout_articles]
+    articles, rng = training_run(args)
     passages, by_paragraph = passages_of(articles)
     data = groups(articles, passages, by_paragraph, args.questions, args.negatives, rng)
     print(f"{len(articles)} articles, {len(passages)} passages, {len(data)} questions x {1 + args.negatives} passages",

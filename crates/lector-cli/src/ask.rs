@@ -2,7 +2,7 @@
 
 use crate::generate::GeneratorArgs;
 use crate::index::IndexDir;
-use crate::reranker::{self, RerankOptions};
+use crate::reranker::RerankOptions;
 use crate::search::RetrievalOptions;
 use crate::table::{fmt_prob, print_table};
 use anyhow::{Context, Result};
@@ -176,18 +176,15 @@ fn retrieve_passages(
     let (search, embedder) = retrieval.resolve(&index)?;
     let embedder = embedder.map(|e| Box::new(e) as Box<dyn lector_index::Embedder>);
     let retriever = index.retriever(&search, embedder.as_deref())?;
-    let hits = retriever.retrieve(question, rerank.depth(k))?;
-    let reranker = rerank.load()?;
-    Ok(
-        reranker::apply(reranker.as_ref().map(|(r, _)| r), question, hits, k)?
-            .into_iter()
-            .map(|h| Passage {
-                doc_id: h.doc_id,
-                title: h.title,
-                text: h.text,
-            })
-            .collect(),
-    )
+    Ok(rerank
+        .retrieve(retriever.as_ref(), question, k)?
+        .into_iter()
+        .map(|h| Passage {
+            doc_id: h.doc_id,
+            title: h.title,
+            text: h.text,
+        })
+        .collect())
 }
 
 /// The pipeline over `index_dir` (with its calibration and, for dense modes, its embedder) and

@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use lector_index::{Hit, PassageScorer, DEFAULT_RERANK_DEPTH};
+use lector_index::{Hit, PassageScorer, Retriever, DEFAULT_RERANK_DEPTH};
 use lector_models::CrossEncoder;
 use std::path::PathBuf;
 
@@ -33,12 +33,16 @@ impl RerankOptions {
         Ok(Some((Reranker(model), self.rerank_depth)))
     }
 
-    /// Passages to retrieve so that `k` remain after reranking.
-    pub fn depth(&self, k: usize) -> usize {
-        match self.rerank {
-            Some(_) => k.max(self.rerank_depth),
-            None => k,
-        }
+    /// The best `k` passages for `query` from `retriever`, reranked from the depth when --rerank
+    /// is given (outside a pipeline: `lector search`, `ask --generate`).
+    pub fn retrieve(&self, retriever: &dyn Retriever, query: &str, k: usize) -> Result<Vec<Hit>> {
+        Ok(match self.load()? {
+            Some((reranker, depth)) => {
+                let hits = retriever.retrieve(query, k.max(depth))?;
+                lector_index::rerank(&reranker, query, hits, k)?
+            }
+            None => retriever.retrieve(query, k)?,
+        })
     }
 }
 
@@ -49,17 +53,4 @@ impl PassageScorer for Reranker {
     fn score(&self, query: &str, passages: &[&str]) -> std::result::Result<Vec<f32>, String> {
         self.0.score(query, passages).map_err(|e| e.to_string())
     }
-}
-
-/// `hits` reranked to `k` when a reranker is loaded, else unchanged.
-pub fn apply(
-    reranker: Option<&Reranker>,
-    query: &str,
-    hits: Vec<Hit>,
-    k: usize,
-) -> Result<Vec<Hit>> {
-    Ok(match reranker {
-        Some(r) => lector_index::rerank(r, query, hits, k)?,
-        None => hits,
-    })
 }

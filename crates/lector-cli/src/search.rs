@@ -3,7 +3,7 @@
 
 use crate::embedder::{self, IndexEmbedder};
 use crate::index::IndexDir;
-use crate::reranker::{self, RerankOptions};
+use crate::reranker::RerankOptions;
 use crate::table::print_table;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
@@ -118,11 +118,10 @@ pub fn bm25_params(index: &Index, k1: Option<f64>, b: Option<f64>) -> Result<Bm2
 pub fn run(args: SearchArgs) -> Result<()> {
     let index = Index::open(args.dir.path())?;
     let (options, embedder) = args.retrieval.resolve(&index)?;
-    let reranker = args.rerank.load()?;
-    let hits = index
-        .retriever(&options, as_dyn(&embedder))?
-        .retrieve(&args.query, args.rerank.depth(args.k))?;
-    let hits = reranker::apply(reranker.as_ref().map(|(r, _)| r), &args.query, hits, args.k)?;
+    let retriever = index.retriever(&options, as_dyn(&embedder))?;
+    let hits = args
+        .rerank
+        .retrieve(retriever.as_ref(), &args.query, args.k)?;
     if args.json {
         let params = options.bm25;
         let out = json!({"query": args.query, "mode": options.mode.name(), "k1": params.k1, "b": params.b, "hits": hits});

@@ -46,6 +46,10 @@ impl CrossEncoder {
                 config.model_type
             )));
         }
+        let wrap = |error| Error::Weights {
+            path: weights.clone(),
+            error,
+        };
         let vb = open_weights(&weights)?;
         let head = |name: &str| format!("{name}.weight");
         if !vb.contains_tensor(&head("classifier")) {
@@ -54,10 +58,7 @@ impl CrossEncoder {
         let labels = vb
             .get_unchecked(&head("classifier"))
             .and_then(|w| w.dim(0))
-            .map_err(|error| Error::Weights {
-                path: weights.clone(),
-                error,
-            })?;
+            .map_err(wrap)?;
         if labels != 1 {
             return Err(not_reranker(&format!(
                 "the classifier has {labels} labels, a reranker one"
@@ -67,10 +68,6 @@ impl CrossEncoder {
         if !body.contains_tensor(&head("pooler.dense")) {
             return Err(not_reranker("no pooler weights"));
         }
-        let wrap = |error| Error::Weights {
-            path: weights.clone(),
-            error,
-        };
         let h = config.hidden_size;
         let pooler = Linear::load(&body, "pooler.dense", h, h).map_err(wrap)?;
         let classifier = Linear::load(&vb, "classifier", h, 1).map_err(wrap)?;

@@ -261,7 +261,7 @@ fn print_response(r: &Response) {
                 .as_deref()
                 .map_or(String::new(), |d| format!(", dated {d}"));
             println!(
-                "evidence: {}{title}{date}, passage {} (retrieval rank {}), characters {}..{} of the document",
+                "evidence: {}{title}{date}, passage {} (rank {} among the passages read), characters {}..{} of the document",
                 e.doc_id, e.passage, e.rank, e.start, e.end
             );
             println!(

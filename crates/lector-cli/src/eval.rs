@@ -156,6 +156,10 @@ pub struct RetrievalArgs {
     /// Retrieval options for --index.
     #[command(flatten)]
     retrieval: crate::search::RetrievalOptions,
+    /// Reranking for --index: the first --rerank-depth passages are reordered by the reranker,
+    /// the deeper ones follow in retrieval order.
+    #[command(flatten)]
+    rerank: crate::reranker::RerankOptions,
     /// Documents retrieved per query for --index with --qrels.
     #[arg(long, default_value_t = 1000)]
     depth: usize,
@@ -181,6 +185,7 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
         EvalCommand::Rouge(args) => rouge(args),
         EvalCommand::Retrieval(args) => match (&args.run, &args.qrels, &args.answers) {
             _ if args.index.is_some() => with_index::run(&args),
+            _ if args.rerank.rerank.is_some() => bail!("--rerank needs --index"),
             (Some(run), Some(qrels), _) => ranking_metrics(run, qrels, &args),
             (_, _, Some(answers)) => answer_containment(answers, &args),
             _ => bail!("give --run with --qrels, or --answers"),

@@ -46,6 +46,20 @@ impl RerankOptions {
     }
 }
 
+/// `hits` with the first `depth` reordered by `reranker` and the rest after them in retrieval
+/// order, so that rankings deeper than the depth stay complete (`lector eval retrieval`).
+pub fn rerank_head(
+    reranker: &Reranker,
+    depth: usize,
+    query: &str,
+    mut hits: Vec<Hit>,
+) -> Result<Vec<Hit>> {
+    let tail = hits.split_off(depth.min(hits.len()));
+    let mut head = lector_index::rerank(reranker, query, hits, depth)?;
+    head.extend(tail);
+    Ok(head)
+}
+
 /// A cross-encoder as the index's passage scorer.
 pub struct Reranker(CrossEncoder);
 

@@ -484,12 +484,7 @@ fn eval_retrieval_with_index_scores_scifact_and_squad_answers() {
     assert_eq!(again["ndcg@10"]["mean"], metrics["ndcg@10"]["mean"]);
 
     // SQuAD answer recall over the paragraphs of two articles, questions from the same slice.
-    let mut squad: Value =
-        serde_json::from_str(&std::fs::read_to_string(data("squad/dev-v1.1.json")).unwrap())
-            .unwrap();
-    squad["data"].as_array_mut().unwrap().truncate(2);
-    let slice = tmp.path().join("squad-slice.json");
-    std::fs::write(&slice, squad.to_string()).unwrap();
+    let (slice, _) = squad_slice(tmp.path(), 2);
     let sidx = tmp.path().join("squad");
     assert!(lector(&[
         "index",
@@ -517,4 +512,162 @@ fn eval_retrieval_with_index_scores_scifact_and_squad_answers() {
     let recall: Value = serde_json::from_slice(&out.stdout).unwrap();
     let r20 = recall["recall_curve"][19].as_f64().unwrap();
     assert!(r20 > 0.8, "answer recall@20 {r20}");
+}
+
+/// The first `articles` articles of SQuAD v1.1 dev, written to `dir`; returns the path and the JSON.
+fn squad_slice(dir: &Path, articles: usize) -> (PathBuf, Value) {
+    let mut squad: Value =
+        serde_json::from_str(&std::fs::read_to_string(data("squad/dev-v1.1.json")).unwrap())
+            .unwrap();
+    squad["data"].as_array_mut().unwrap().truncate(articles);
+    let slice = dir.join("squad-slice.json");
+    std::fs::write(&slice, squad.to_string()).unwrap();
+    (slice, squad)
+}
+
+/// Passage ids per query of an answer-mode run (`--run-out` without --qrels).
+fn passage_ids(path: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let item: Value = serde_json::from_str(line).unwrap();
+            item["passages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["id"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn eval_retrieval_reranks_the_head_and_keeps_the_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (slice, squad) = squad_slice(tmp.path(), 1);
+    let (slice, idx) = (slice.to_str().unwrap(), tmp.path().join("index"));
+    let idx = idx.to_str().unwrap();
+    assert!(lector(&["index", "add", slice, "--index", idx])
+        .status
+        .success());
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../lector-models/tests/fixtures/tiny-bert-rerank")
+        .to_string_lossy()
+        .into_owned();
+    let answers = |out: &Path, rerank: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "retrieval",
+            "--index",
+            idx,
+            "--queries",
+            slice,
+            "--max-k",
+            "10",
+        ];
+        args.extend(["--json", "--resamples", "10", "--run-out"]);
+        args.push(out.to_str().unwrap());
+        args.extend(rerank);
+        let out = lector(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    let (plain, reranked) = (tmp.path().join("plain.jsonl"), tmp.path().join("rr.jsonl"));
+    answers(&plain, &[]);
+    answers(&reranked, &["--rerank", &tiny, "--rerank-depth", "4"]);
+    let (plain, reranked) = (passage_ids(&plain), passage_ids(&reranked));
+    assert_eq!(plain.len(), reranked.len());
+    let mut reordered = 0;
+    for (p, r) in plain.iter().zip(&reranked) {
+        // The first four are the retriever's first four in another order; the rest stay put.
+        assert_eq!(p.len(), r.len());
+        let head = p.len().min(4);
+        let (mut head_p, mut head_r) = (p[..head].to_vec(), r[..head].to_vec());
+        reordered += usize::from(head_p != head_r);
+        head_p.sort();
+        head_r.sort();
+        assert_eq!(head_p, head_r);
+        assert_eq!(p[head..], r[head..]);
+    }
+    assert!(reordered > 0, "the reranker changed no ranking");
+    // The head is in the reranker's order, as `lector search --rerank` gives it.
+    let question = squad["data"][0]["paragraphs"][0]["qas"][0]["question"]
+        .as_str()
+        .unwrap();
+    let search = lector(&[
+        "search",
+        question,
+        "--index",
+        idx,
+        "--k",
+        "4",
+        "--rerank",
+        &tiny,
+        "--rerank-depth",
+        "4",
+        "--json",
+    ]);
+    let search: Value = serde_json::from_slice(&search.stdout).unwrap();
+    let searched: Vec<String> = search["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| format!("{}#p{}", h["doc_id"].as_str().unwrap(), h["passage"]))
+        .collect();
+    assert_eq!(searched, reranked[0][..4]);
+
+    // With qrels the run ranks documents by position: scores fall as 1 / rank.
+    let qrels = tmp.path().join("qrels.tsv");
+    let question_id = squad["data"][0]["paragraphs"][0]["qas"][0]["id"]
+        .as_str()
+        .unwrap();
+    std::fs::write(
+        &qrels,
+        format!("query-id\tcorpus-id\tscore\n{question_id}\tSuper_Bowl_50#0\t1\n"),
+    )
+    .unwrap();
+    let run = tmp.path().join("run.trec");
+    let out = lector(&[
+        "eval",
+        "retrieval",
+        "--index",
+        idx,
+        "--queries",
+        slice,
+        "--qrels",
+        qrels.to_str().unwrap(),
+        "--depth",
+        "5",
+        "--rerank",
+        &tiny,
+        "--rerank-depth",
+        "4",
+        "--run-out",
+        run.to_str().unwrap(),
+        "--json",
+        "--resamples",
+        "10",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first: Vec<String> = std::fs::read_to_string(&run)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with(question_id))
+        .map(|l| l.split_whitespace().nth(4).unwrap().to_string())
+        .collect();
+    let scores: Vec<f64> = first.iter().map(|s| s.parse().unwrap()).collect();
+    assert_eq!(scores, [1.0, 0.5, 1.0 / 3.0, 0.25, 0.2]);
+
+    let out = lector(&[
+        "eval",
+        "retrieval",
+        "--run",
+        run.to_str().unwrap(),
+        "--qrels",
+        qrels.to_str().unwrap(),
+        "--rerank",
+        &tiny,
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--rerank needs --index"));
 }

@@ -2,11 +2,12 @@
 //! retriever, builds the run in memory and scores it like a run file.
 
 use super::{score_answers, score_run, write_jsonl, RetrievalArgs};
+use crate::reranker::{rerank_head, Reranker};
 use crate::search::as_dyn;
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use lector_eval::retrieval::{self, AnswerItem, Passage, Run};
-use lector_index::{rank_documents, Index, Mode, Retriever};
+use lector_index::{rank_documents, DocumentHit, Hit, Index, Mode, Retriever};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Instant;
@@ -28,6 +29,11 @@ pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
     if queries.is_empty() {
         bail!("{}: no queries", queries_path.display());
     }
+    let reranker = args.rerank.load()?;
+    let label = match reranker {
+        Some(_) => format!("{} + rerank", options.mode.name()),
+        None => options.mode.name().to_string(),
+    };
     let progress = ProgressBar::new(queries.len() as u64);
     if let Some(qrels_path) = &args.qrels {
         let qrels = retrieval::read_qrels(qrels_path)?;
@@ -41,18 +47,25 @@ pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
         let mut latency = Latency::default();
         for q in &queries {
             let started = Instant::now();
-            let documents = if options.mode == Mode::Bm25 {
-                index.bm25(options.bm25).documents(&q.text, args.depth)
-            } else {
-                rank_documents(&retriever.retrieve(&q.text, passages)?, args.depth)
+            let ranking = match &reranker {
+                Some(reranker) => {
+                    let hits = ranked(retriever.as_ref(), Some(reranker), &q.text, passages)?;
+                    by_position(&rank_documents(&hits, args.depth))
+                }
+                None if options.mode == Mode::Bm25 => {
+                    scored(index.bm25(options.bm25).documents(&q.text, args.depth))
+                }
+                None => scored(rank_documents(
+                    &retriever.retrieve(&q.text, passages)?,
+                    args.depth,
+                )),
             };
             latency.record(started);
-            let ranking = documents.into_iter().map(|h| (h.doc_id, h.score)).collect();
             rankings.push((q.id.clone(), ranking));
             progress.inc(1);
         }
         progress.finish_and_clear();
-        latency.report(options.mode);
+        latency.report(&label);
         let run = Run::from_rankings(rankings);
         if let Some(out) = &args.run_out {
             write_run(&run, out, options.mode)?;
@@ -70,12 +83,13 @@ pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
     let items = answer_items(
         &queries,
         retriever.as_ref(),
+        reranker.as_ref(),
         args.max_k,
         &progress,
         &mut latency,
     )?;
     progress.finish_and_clear();
-    latency.report(options.mode);
+    latency.report(&label);
     if let Some(out) = &args.run_out {
         write_jsonl(out, &items)?;
     }
@@ -92,15 +106,14 @@ impl Latency {
         self.0.push(started.elapsed().as_secs_f64() * 1000.0);
     }
 
-    fn report(&mut self, mode: Mode) {
+    fn report(&mut self, label: &str) {
         if self.0.is_empty() {
             return;
         }
         self.0.sort_by(f64::total_cmp);
         let at = |q: f64| self.0[((self.0.len() - 1) as f64 * q).round() as usize];
         eprintln!(
-            "retrieval latency ({}, {} queries): p50 {:.3} ms, p95 {:.3} ms",
-            mode.name(),
+            "retrieval latency ({label}, {} queries): p50 {:.3} ms, p95 {:.3} ms",
             self.0.len(),
             at(0.5),
             at(0.95)
@@ -111,9 +124,40 @@ impl Latency {
 /// Passages retrieved per document wanted when documents are ranked by their best passage.
 const DOCUMENT_DEPTH: usize = 3;
 
+/// The best `n` passages for `query`, the first ones reordered by the reranker if there is one.
+fn ranked(
+    retriever: &dyn Retriever,
+    reranker: Option<&(Reranker, usize)>,
+    query: &str,
+    n: usize,
+) -> Result<Vec<Hit>> {
+    let Some((reranker, depth)) = reranker else {
+        return Ok(retriever.retrieve(query, n)?);
+    };
+    let hits = retriever.retrieve(query, n.max(*depth))?;
+    let mut hits = rerank_head(reranker, *depth, query, hits)?;
+    hits.truncate(n);
+    Ok(hits)
+}
+
+fn scored(documents: Vec<DocumentHit>) -> Vec<(String, f64)> {
+    documents.into_iter().map(|h| (h.doc_id, h.score)).collect()
+}
+
+/// Documents scored by the reciprocal of their rank: after reranking the head, reranker and
+/// retriever scores are not on one scale, and a run is ordered by score.
+fn by_position(documents: &[DocumentHit]) -> Vec<(String, f64)> {
+    documents
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.doc_id.clone(), 1.0 / (i + 1) as f64))
+        .collect()
+}
+
 fn answer_items(
     queries: &[Query],
     retriever: &dyn Retriever,
+    reranker: Option<&(Reranker, usize)>,
     depth: usize,
     progress: &ProgressBar,
     latency: &mut Latency,
@@ -122,7 +166,7 @@ fn answer_items(
         .iter()
         .map(|q| {
             let started = Instant::now();
-            let hits = retriever.retrieve(&q.text, depth)?;
+            let hits = ranked(retriever, reranker, &q.text, depth)?;
             latency.record(started);
             progress.inc(1);
             let passages = hits

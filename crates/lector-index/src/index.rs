@@ -8,7 +8,7 @@ use crate::passage::Span;
 use crate::retriever::{Hit, Retriever, RetrieverKind, Source};
 use crate::segment::Segment;
 use crate::store::{self, DenseMeta, IndexSettings, Manifest};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -255,7 +255,9 @@ impl Index {
 
     /// Scores of every passage matching a query term: (score, segment, passage).
     fn score_passages(&self, query: &str, params: Bm25Params) -> Vec<(f64, usize, u32)> {
-        let mut query_terms: HashMap<String, u32> = HashMap::new();
+        // Ordered, so that the per-passage sums add terms in one order in every process: a
+        // HashMap's order changes per run, and the last bits with it, and so near-ties' order.
+        let mut query_terms: BTreeMap<String, u32> = BTreeMap::new();
         for term in self.analyzer.terms(query) {
             *query_terms.entry(term).or_default() += 1;
         }

@@ -5,7 +5,9 @@
 //! - [`retrieval`]: trec_eval-compatible ranking metrics and answer-containment recall.
 //! - [`stats`]: bootstrap confidence intervals and paired significance tests.
 //! - [`report`]: self-contained HTML reports with inline SVG charts.
+//! - [`data`]: where the shared evaluation data lives (one place for tests and benchmarks).
 
+pub mod data;
 pub mod error;
 pub mod input;
 pub mod normalize;

@@ -2,15 +2,14 @@
 
 use crate::generate::GeneratorArgs;
 use crate::index::IndexDir;
-use crate::reranker::RerankOptions;
-use crate::search::RetrievalOptions;
+use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt_prob, print_table};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use lector_generate::grounded::Passage;
-use lector_index::{Index, SearchOptions};
-use lector_pipeline::{AskOptions, Calibration, Pipeline, Response};
-use lector_reader::{ReadParams, Reader, WindowProbabilities};
+use lector_index::Index;
+use lector_pipeline::{AskOptions, Built, Response};
+use lector_reader::{ReadParams, WindowProbabilities};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -23,7 +22,7 @@ pub struct AskArgs {
     #[command(flatten)]
     dir: IndexDir,
     /// Passages to retrieve and read.
-    #[arg(long, default_value_t = 5)]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 5)]
     k: usize,
     #[command(flatten)]
     retrieval: RetrievalOptions,
@@ -34,7 +33,7 @@ pub struct AskArgs {
     vote: bool,
     /// Retrieval-rank prior: a span from the passage at rank r has its odds against "no answer"
     /// divided by r^A (0: all passages alike).
-    #[arg(long, value_name = "A", default_value_t = lector_pipeline::DEFAULT_RANK_PRIOR)]
+    #[arg(value_parser = crate::values::non_negative, long, value_name = "A", default_value_t = lector_pipeline::DEFAULT_RANK_PRIOR)]
     rank_prior: f64,
     /// Among answers within 10% of the best score, prefer the one from the newest dated document.
     #[arg(long)]
@@ -44,7 +43,7 @@ pub struct AskArgs {
     #[arg(long)]
     explain: bool,
     /// Answers kept per passage (the runner-ups come from these).
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 3, value_name = "N")]
     answers_per_passage: usize,
     /// Reader checkpoint directory [default: $LECTOR_READER, else the shipped models/reader-minilm-squad].
     #[arg(long, value_name = "DIR")]
@@ -70,7 +69,9 @@ pub fn run(args: AskArgs) -> Result<()> {
     if args.generate {
         return run_generative(&args);
     }
-    let (pipeline, search) = open_pipeline(
+    let Built {
+        pipeline, search, ..
+    } = open_pipeline(
         &args.dir.path(),
         args.model.as_deref(),
         &args.retrieval,
@@ -173,8 +174,7 @@ fn retrieve_passages(
         anyhow::bail!("--k must be at least 1");
     }
     let index = Index::open(dir)?;
-    let (search, embedder) = retrieval.resolve(&index)?;
-    let embedder = embedder.map(|e| Box::new(e) as Box<dyn lector_index::Embedder>);
+    let (search, embedder) = retrieval.config().resolve(&index, &notify)?;
     let retriever = index.retriever(&search, embedder.as_deref())?;
     Ok(rerank
         .retrieve(retriever.as_ref(), question, k)?
@@ -187,46 +187,18 @@ fn retrieve_passages(
         .collect())
 }
 
-/// The pipeline over `index_dir` (with its calibration and, for dense modes, its embedder) and
-/// the search options `retrieval` asks for.
+/// The pipeline over `index_dir` as the shared options configure it; its warnings go to stderr.
 pub fn open_pipeline(
     index_dir: &Path,
     model: Option<&Path>,
     retrieval: &RetrievalOptions,
     rerank: &RerankOptions,
-) -> Result<(Pipeline, SearchOptions)> {
-    let index = Index::open(index_dir)?;
-    let (search, embedder) = retrieval.resolve(&index)?;
-    let calibration = Calibration::load(index_dir)?;
-    let reader_dir = lector_models::registry::resolve_reader(model)?;
-    let reader = Reader::load(&reader_dir)
-        .with_context(|| format!("loading the reader from {}", reader_dir.display()))?;
-    if let Some(c) = &calibration {
-        let name = reader_name(&reader_dir);
-        if c.reader != name {
-            eprintln!(
-                "warning: the index's calibration was made with reader `{}`, not `{name}`; its threshold {} may not fit",
-                c.reader, c.threshold
-            );
-        }
+) -> Result<Built> {
+    let built = pipeline_config(model, retrieval, rerank).open(index_dir, &notify)?;
+    for warning in &built.warnings {
+        eprintln!("warning: {warning}");
     }
-    let mut pipeline = Pipeline::new(index, reader).with_calibration(calibration);
-    if let Some(embedder) = embedder {
-        pipeline = pipeline.with_embedder(Box::new(embedder));
-    }
-    if let Some((reranker, depth)) = rerank.load()? {
-        pipeline = pipeline.with_reranker(Box::new(reranker), depth);
-    }
-    Ok((pipeline, search))
-}
-
-/// The name a calibration records for a reader: its directory's name.
-pub fn reader_name(dir: &Path) -> String {
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    dir.file_name().map_or_else(
-        || dir.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
+    Ok(built)
 }
 
 fn print_response(r: &Response) {

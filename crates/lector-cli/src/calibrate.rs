@@ -1,18 +1,17 @@
 //! `lector calibrate`: choose the no-answer threshold on SQuAD v2.0-style data and store it with
 //! the index (`calibration.json`), where `lector ask` picks it up.
 
-use crate::ask::reader_name;
 use crate::index::IndexDir;
-use crate::read::{gold_queries, run_with_progress};
-use crate::table::{fmt2, fmt_prob, print_table};
+use crate::read::run_with_progress;
+use crate::table::{fmt2, print_table};
 use anyhow::{Context, Result};
 use clap::Args;
-use lector_eval::report::Report;
-use lector_eval::squad::{self, Dataset, NoAnswer, SquadVersion};
+use lector_eval::squad::{self, Dataset};
 use lector_index::Index;
-use lector_pipeline::calibration::{self, Calibration, CurvePoint, Judged, Target};
-use lector_pipeline::DEFAULT_THRESHOLD;
-use lector_reader::{Prediction, ReadParams, Reader};
+use lector_pipeline::calibration::{self, Calibration, CurvePoint, Fitted, Target};
+use lector_pipeline::config::reader_name;
+use lector_pipeline::odqa::gold_queries;
+use lector_reader::Reader;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -62,17 +61,15 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     let reader_dir = lector_models::registry::resolve_reader(args.model.as_deref())?;
     let reader = Reader::load(&reader_dir)
         .with_context(|| format!("loading the reader from {}", reader_dir.display()))?;
-    let predictions = read_questions(&reader, &dataset)?;
-    let judged = judge(&dataset, &predictions)?;
-    let curve = calibration::curve(&judged.questions);
-    let chosen = choose(args.target, &curve, judged.official_best_f1_thresh)?;
-    let default = calibration::point_at(&curve, DEFAULT_THRESHOLD).expect("the curve starts at 0");
+    let queries = gold_queries(&dataset);
+    let predictions = run_with_progress(&reader, &queries, &calibration::read_params())?;
+    let fitted = calibration::fit(&dataset, &predictions, args.target)?;
     let file_name = args.squad.file_name().map_or_else(
         || args.squad.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
     let stored = Calibration::new(
-        &chosen,
+        &fitted.chosen,
         args.target,
         &reader_name(&reader_dir),
         &file_name,
@@ -82,98 +79,9 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         stored.save(&dir)?;
     }
     if let Some(path) = &args.html {
-        html_report(&args, &curve, &chosen, &default).write(path)?;
+        fitted.html_report(&args.squad, args.target).write(path)?;
     }
-    print_result(&args, &dir, &dataset, &stored, &chosen, &default)
-}
-
-/// Every question with its gold paragraph; `handle_impossible_answer` makes the reader score the
-/// null answer, and the best span is kept next to it (the threshold decides, not the 0.5 rule).
-fn read_questions(reader: &Reader, dataset: &Dataset) -> Result<Vec<Prediction>> {
-    let queries = gold_queries(dataset);
-    let params = ReadParams {
-        top_k: 2,
-        handle_impossible_answer: true,
-        ..ReadParams::default()
-    };
-    run_with_progress(reader, &queries, &params)
-}
-
-/// The per-question inputs of the sweep, and the official script's max-F1 threshold.
-struct Judgement {
-    questions: Vec<Judged>,
-    official_best_f1_thresh: Option<f64>,
-}
-
-fn judge(dataset: &Dataset, predictions: &[Prediction]) -> Result<Judgement> {
-    let spans: squad::Predictions = dataset
-        .questions
-        .iter()
-        .zip(predictions)
-        .map(|(q, p)| (q.id.clone(), best_span(p).to_string()))
-        .collect();
-    let probs: squad::NaProbs = dataset
-        .questions
-        .iter()
-        .zip(predictions)
-        .map(|(q, p)| (q.id.clone(), p.na_prob))
-        .collect();
-    let no_answer = NoAnswer {
-        probs: Some(&probs),
-        threshold: 1.0,
-    };
-    let evaluation = squad::evaluate(dataset, &spans, &no_answer)?;
-    let official_best_f1_thresh = match dataset.version {
-        SquadVersion::V2_0 => evaluation
-            .summary
-            .get("best_f1_thresh")
-            .and_then(|v| v.as_f64()),
-        SquadVersion::V1_1 => None,
-    };
-    let questions = evaluation
-        .questions
-        .iter()
-        .zip(&probs)
-        .map(|(s, (_, na_prob))| Judged {
-            na_prob: *na_prob,
-            has_answer: s.has_ans,
-            exact: if s.has_ans { s.em } else { 0.0 },
-            f1: if s.has_ans { s.f1 } else { 0.0 },
-        })
-        .collect();
-    Ok(Judgement {
-        questions,
-        official_best_f1_thresh,
-    })
-}
-
-/// The best non-empty span ("" when the reader found none).
-fn best_span(p: &Prediction) -> &str {
-    p.answers
-        .iter()
-        .map(|a| a.answer.as_str())
-        .find(|a| !a.is_empty())
-        .unwrap_or("")
-}
-
-/// max-f1 takes the official script's sweep where it applies (SQuAD v2.0); precision=P the most
-/// permissive cut that reaches P.
-fn choose(target: Target, curve: &[CurvePoint], official: Option<f64>) -> Result<CurvePoint> {
-    let point = match (target, official) {
-        (Target::MaxF1, Some(thresh)) => calibration::point_at(curve, thresh),
-        _ => calibration::choose(target, curve),
-    };
-    point.with_context(|| {
-        let best = curve
-            .iter()
-            .filter(|p| p.answered > 0)
-            .map(|p| p.precision)
-            .fold(0.0, f64::max);
-        format!(
-            "no threshold reaches {target}: the highest precision on this data is {:.4}",
-            best
-        )
-    })
+    print_result(&args, &dir, &dataset, &stored, &fitted)
 }
 
 fn print_result(
@@ -181,10 +89,10 @@ fn print_result(
     dir: &Path,
     dataset: &Dataset,
     stored: &Calibration,
-    chosen: &CurvePoint,
-    default: &CurvePoint,
+    fitted: &Fitted,
 ) -> Result<()> {
     let file = dir.join(lector_pipeline::calibration::CALIBRATION_FILE);
+    let (chosen, default) = (&fitted.chosen, &fitted.default);
     if args.json {
         let out = json!({
             "calibration": stored,
@@ -209,7 +117,7 @@ fn print_result(
             fmt2(100.0 * p.exact),
             fmt2(100.0 * p.f1),
             fmt2(100.0 * p.coverage),
-            precision(p),
+            p.precision_percent(),
         ]
     };
     print_table(
@@ -229,84 +137,4 @@ fn print_result(
         println!("wrote {}", file.display());
     }
     Ok(())
-}
-
-/// At most this many points per chart: a curve over 10,000 cuts would be a 1 MB SVG.
-const CHART_POINTS: usize = 400;
-
-fn html_report(
-    args: &CalibrateArgs,
-    curve: &[CurvePoint],
-    chosen: &CurvePoint,
-    default: &CurvePoint,
-) -> Report {
-    let step = curve.len().div_ceil(CHART_POINTS).max(1);
-    let sampled: Vec<&CurvePoint> = curve
-        .iter()
-        .step_by(step)
-        .chain(curve.last())
-        .filter(|p| p.answered > 0)
-        .collect();
-    let mut report = Report::new(format!("No-answer calibration: {}", args.squad.display()));
-    let accuracy: Vec<(f64, f64)> = sampled.iter().map(|p| (p.coverage, p.precision)).collect();
-    report.curve(
-        "Accuracy of the answered questions against coverage",
-        &accuracy,
-        1.0,
-        "coverage (share answered)",
-        "exact-match precision",
-    );
-    let f1: Vec<(f64, f64)> = sampled.iter().map(|p| (p.coverage, p.f1)).collect();
-    report.curve(
-        "SQuAD v2.0 F1 (all questions) against coverage",
-        &f1,
-        1.0,
-        "coverage (share answered)",
-        "F1",
-    );
-    let row = |label: &str, threshold: f64, p: &CurvePoint| {
-        vec![
-            label.to_string(),
-            fmt_prob(threshold),
-            fmt2(100.0 * p.coverage),
-            precision(p),
-            fmt2(100.0 * p.exact),
-            fmt2(100.0 * p.f1),
-        ]
-    };
-    report.table(
-        "Thresholds",
-        &[
-            "",
-            "threshold",
-            "coverage (%)",
-            "precision (%)",
-            "exact (%)",
-            "F1 (%)",
-        ],
-        &[
-            row(
-                &format!("chosen ({})", args.target),
-                chosen.threshold,
-                chosen,
-            ),
-            row("default", DEFAULT_THRESHOLD, default),
-        ],
-    );
-    report.note(
-        "A question is answered when its no-answer probability is at most the threshold. Precision: \
-         answered questions whose best span matches a gold answer exactly (a span for an unanswerable \
-         question is wrong). F1: SQuAD v2.0 F1 over all questions, an abstention scoring 1 on an \
-         unanswerable question and 0 on an answerable one.",
-    );
-    report
-}
-
-/// Precision in percent, or "-" when the cut answers nothing.
-fn precision(p: &CurvePoint) -> String {
-    if p.answered > 0 {
-        fmt2(100.0 * p.precision)
-    } else {
-        "-".into()
-    }
 }

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use lector_eval::report::{Metric, Report};
 use lector_eval::squad::{self, NoAnswer, QuestionScore};
 use lector_eval::stats::{self, Bootstrap, Interval};
-use lector_eval::{retrieval, rouge};
+use lector_eval::{paired, retrieval, rouge};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -39,7 +39,7 @@ pub enum EvalCommand {
 #[derive(Args, Clone, Copy)]
 pub struct BootstrapArgs {
     /// Bootstrap resamples for confidence intervals.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 1000)]
     resamples: usize,
     /// Confidence level of the intervals.
     #[arg(long, default_value_t = 0.95, value_parser = parse_confidence)]
@@ -89,7 +89,7 @@ pub struct SquadArgs {
     #[arg(long, short = 'n')]
     na_prob_file: Option<PathBuf>,
     /// Predict "no answer" when the no-answer probability is above this.
-    #[arg(long, short = 't', default_value_t = 1.0)]
+    #[arg(value_parser = crate::values::non_negative, long, short = 't', default_value_t = 1.0)]
     na_prob_thresh: f64,
     /// Write the official JSON (the same keys and values as the official script) to this file.
     #[arg(long, short = 'o')]
@@ -111,7 +111,7 @@ pub struct CompareArgs {
     #[arg(long, default_value = "f1")]
     metric: String,
     /// Approximate-randomisation trials for the p-value.
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 10_000)]
     trials: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -159,9 +159,9 @@ pub struct RetrievalArgs {
     /// Reranking for --index: the first --rerank-depth passages are reordered by the reranker,
     /// the deeper ones follow in retrieval order.
     #[command(flatten)]
-    rerank: crate::reranker::RerankOptions,
+    rerank: crate::search::RerankOptions,
     /// Documents retrieved per query for --index with --qrels.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 1000)]
     depth: usize,
     /// Write what --index retrieved: a TREC run (with --qrels) or answer-mode JSON lines.
     #[arg(long, requires = "index")]
@@ -170,7 +170,7 @@ pub struct RetrievalArgs {
     #[arg(long, value_delimiter = ',', default_values_t = lector_eval::retrieval::DEFAULT_KS)]
     k: Vec<usize>,
     /// Deepest k of the answer-recall curve.
-    #[arg(long, default_value_t = 100)]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 100)]
     max_k: usize,
     /// Write one JSON line per query with its metric values.
     #[arg(long)]
@@ -664,9 +664,9 @@ fn print_intervals(
 }
 
 fn compare(args: CompareArgs) -> Result<()> {
-    let a = read_scores(&args.a, &args.metric)?;
-    let b = read_scores(&args.b, &args.metric)?;
-    let (xs, ys) = align(&args.a, &a, &args.b, &b)?;
+    let a = paired::read_scores(&args.a, &args.metric)?;
+    let b = paired::read_scores(&args.b, &args.metric)?;
+    let (xs, ys) = paired::align(&args.a, &a, &args.b, &b)?;
     let settings = args.bootstrap.settings();
     let result = stats::compare_paired(&xs, &ys, &settings, args.trials);
     if args.json {
@@ -705,72 +705,6 @@ fn compare(args: CompareArgs) -> Result<()> {
         ]],
     );
     Ok(())
-}
-
-/// Per-question metric values by id, in file order.
-fn read_scores(path: &Path, metric: &str) -> Result<Vec<(String, f64)>> {
-    let lines: Vec<Value> = lector_eval::input::read_jsonl(path)?;
-    lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let id = match line.get("id") {
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Number(n)) => n.to_string(),
-                _ => bail!("{}: record {}: no string `id` field", path.display(), i + 1),
-            };
-            let value = match line.get(metric) {
-                Some(Value::Bool(b)) => f64::from(u8::from(*b)),
-                Some(v) => v.as_f64().with_context(|| {
-                    format!(
-                        "{}: record {}: `{metric}` is not a number",
-                        path.display(),
-                        i + 1
-                    )
-                })?,
-                None => bail!("{}: record {}: no `{metric}` field", path.display(), i + 1),
-            };
-            Ok((id, value))
-        })
-        .collect()
-}
-
-/// Pairs the two systems' scores by question id; refuses when the question sets differ.
-fn align(
-    path_a: &Path,
-    a: &[(String, f64)],
-    path_b: &Path,
-    b: &[(String, f64)],
-) -> Result<(Vec<f64>, Vec<f64>)> {
-    let b_by_id: HashMap<&str, f64> = b.iter().map(|(id, v)| (id.as_str(), *v)).collect();
-    let a_ids: std::collections::HashSet<&str> = a.iter().map(|(id, _)| id.as_str()).collect();
-    let only_a: Vec<&str> = a
-        .iter()
-        .map(|(id, _)| id.as_str())
-        .filter(|id| !b_by_id.contains_key(id))
-        .collect();
-    let only_b: Vec<&str> = b
-        .iter()
-        .map(|(id, _)| id.as_str())
-        .filter(|id| !a_ids.contains(id))
-        .collect();
-    if a_ids.len() != a.len() || b_by_id.len() != b.len() {
-        bail!("duplicate question ids: each file must score every question once");
-    }
-    if !only_a.is_empty() || !only_b.is_empty() {
-        bail!(
-            "the two files score different questions: {} only in {} (e.g. {:?}), {} only in {} (e.g. {:?}); \
-             a paired comparison needs the same question set",
-            only_a.len(),
-            path_a.display(),
-            only_a.iter().take(3).collect::<Vec<_>>(),
-            only_b.len(),
-            path_b.display(),
-            only_b.iter().take(3).collect::<Vec<_>>()
-        );
-    }
-    let ys = a.iter().map(|(id, _)| b_by_id[id.as_str()]).collect();
-    Ok((a.iter().map(|(_, v)| *v).collect(), ys))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<()> {

@@ -26,28 +26,28 @@ pub struct GeneratorArgs {
     #[arg(long, value_name = "KEY", requires = "endpoint")]
     api_key: Option<String>,
     /// Seconds one request to --endpoint may take before failing.
-    #[arg(long, default_value_t = 120.0, value_name = "SECONDS")]
+    #[arg(value_parser = crate::values::seconds, long, default_value_t = 120.0, value_name = "SECONDS")]
     timeout: f64,
     /// Context window of the --endpoint model, in tokens (for fitting passages).
-    #[arg(long, default_value_t = 8192, value_name = "TOKENS")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 8192, value_name = "TOKENS")]
     api_context: usize,
     /// Sampling temperature; 0 (the default) decodes greedily.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(value_parser = crate::values::non_negative, long, default_value_t = 0.0)]
     temperature: f64,
     /// Nucleus sampling: keep the most likely tokens up to this probability mass.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(value_parser = crate::values::unit_interval, long, default_value_t = 1.0)]
     top_p: f64,
     /// Seed of the sampler (the same seed gives the same text).
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Beam search with this many beams (local models).
-    #[arg(long, value_name = "B", conflicts_with = "temperature")]
+    #[arg(value_parser = crate::values::at_least_one, long, value_name = "B", conflicts_with = "temperature")]
     beams: Option<usize>,
     /// Beam search length penalty (score = log-probability / length^penalty).
     #[arg(long, default_value_t = 1.0)]
     length_penalty: f64,
     /// The most tokens to generate.
-    #[arg(long, default_value_t = 64, value_name = "N")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 64, value_name = "N")]
     max_new_tokens: usize,
     /// Stop before this string (repeatable).
     #[arg(long, value_name = "TEXT")]

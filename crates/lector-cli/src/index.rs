@@ -4,7 +4,7 @@ use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use lector_index::ingest::{self, IngestOptions, Item};
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_index::{AddOutcome, Bm25Params, Index, IndexSettings, IndexWriter, Stemmer};
 use serde_json::json;
 use std::path::PathBuf;
@@ -53,7 +53,7 @@ pub struct AddArgs {
     #[command(flatten)]
     dir: IndexDir,
     /// Most words per passage (new index only) [default: 100].
-    #[arg(long)]
+    #[arg(value_parser = crate::values::at_least_one, long)]
     passage_words: Option<usize>,
     /// Words repeated from one passage to the next, whole sentences only (new index only) [default: 0].
     #[arg(long)]
@@ -62,19 +62,19 @@ pub struct AddArgs {
     #[arg(long)]
     stemmer: Option<Stemmer>,
     /// Default BM25 k1 stored with a new index [default: 1.2].
-    #[arg(long)]
+    #[arg(value_parser = crate::values::non_negative, long)]
     k1: Option<f64>,
     /// Default BM25 b stored with a new index [default: 0.75].
-    #[arg(long)]
+    #[arg(value_parser = crate::values::unit_interval, long)]
     b: Option<f64>,
     /// Commit after this many new or changed documents (a crash loses at most one batch).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 10_000)]
     commit_every: usize,
     /// Stop at the first unreadable file or invalid line instead of skipping it.
     #[arg(long)]
     strict: bool,
     /// Largest document accepted, in MiB of text.
-    #[arg(long, default_value_t = 128.0)]
+    #[arg(value_parser = crate::values::megabytes, long, default_value_t = 128.0)]
     max_doc_mb: f64,
     /// Keep passage vectors for dense and hybrid search (embeds every passage, including those
     /// already indexed; an index stays dense once it is).
@@ -183,7 +183,7 @@ fn add(args: AddArgs) -> Result<()> {
     let mut writer = IndexWriter::open_or_create(&dir, requested_settings(&args)?)?;
     check_existing(&args, writer.settings())?;
     if args.dense || writer.is_dense() {
-        let embedder = crate::embedder::load(args.embedder.as_deref())?;
+        let embedder = lector_pipeline::config::load_embedder(args.embedder.as_deref(), &crate::search::notify)?;
         writer.set_embedder(Arc::new(embedder))?;
     }
     let walk = ingest::walk(&args.paths);
@@ -202,7 +202,7 @@ fn add(args: AddArgs) -> Result<()> {
     let progress = progress_bar(walk.files.iter().map(|f| f.bytes).sum());
     let mut done_bytes = 0;
     for file in &walk.files {
-        let mut on_item = |item: Item, read: u64| -> lector_index::Result<()> {
+        let mut on_item = |item: Item, read: u64| -> lector_ingest::Result<()> {
             progress.set_position(done_bytes + read);
             match item {
                 Item::Document(doc) => match writer.add(doc) {

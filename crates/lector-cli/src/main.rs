@@ -3,16 +3,15 @@
 
 mod ask;
 mod calibrate;
-mod embedder;
 mod eval;
 mod generate;
 mod index;
 mod models;
 mod read;
-mod reranker;
 mod search;
 mod serve;
 mod table;
+mod values;
 
 use clap::{Parser, Subcommand};
 

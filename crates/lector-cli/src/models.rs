@@ -156,7 +156,7 @@ const EMBED_CHUNK: usize = 1024;
 
 fn embed(args: EmbedArgs) -> Result<()> {
     let texts = read_texts(&args.input)?;
-    let embedder = crate::embedder::load(args.embedder.as_deref())?;
+    let embedder = lector_pipeline::config::load_embedder(args.embedder.as_deref(), &crate::search::notify)?;
     let bar = indicatif::ProgressBar::new(texts.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(

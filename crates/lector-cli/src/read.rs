@@ -1,8 +1,8 @@
 //! `lector read`: extractive answers from a context (one question) or a SQuAD file (batch).
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
+use lector_pipeline::odqa::gold_queries;
 use lector_reader::{Prediction, Query, ReadParams, Reader};
-use serde::Deserialize;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -39,26 +39,26 @@ pub struct ReadArgs {
     #[arg(long, value_name = "N", requires = "squad")]
     limit: Option<usize>,
     /// Answers to show (with --context).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 1, value_name = "N")]
     top_k: usize,
     /// Windows per forward pass.
-    #[arg(long, default_value_t = 32, value_name = "N")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 32, value_name = "N")]
     batch_size: usize,
     /// Tokens per window (question + context + special tokens).
-    #[arg(long, default_value_t = 384, value_name = "N")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 384, value_name = "N")]
     max_seq_len: usize,
     /// Tokens shared by consecutive windows.
-    #[arg(long, default_value_t = 128, value_name = "N")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 128, value_name = "N")]
     doc_stride: usize,
     /// Longer questions are truncated (with a warning).
-    #[arg(long, default_value_t = 64, value_name = "N")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 64, value_name = "N")]
     max_question_len: usize,
     /// Longest answer in tokens.
-    #[arg(long, default_value_t = 15, value_name = "N")]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 15, value_name = "N")]
     max_answer_len: usize,
     /// With --precision bf16: questions whose top answers score within this factor of each
     /// other (natural log of the ratio) are read again in float32; 0 never re-reads.
-    #[arg(long, default_value_t = lector_reader::DEFAULT_RECHECK_MARGIN, value_name = "LN")]
+    #[arg(value_parser = crate::values::non_negative, long, default_value_t = lector_reader::DEFAULT_RECHECK_MARGIN, value_name = "LN")]
     recheck_margin: f64,
     /// Print JSON instead of a table (with --context).
     #[arg(long)]
@@ -170,42 +170,10 @@ fn print_table(p: &Prediction) {
     }
 }
 
-#[derive(Deserialize)]
-struct Dataset {
-    data: Vec<Article>,
-}
-
-#[derive(Deserialize)]
-struct Article {
-    paragraphs: Vec<Paragraph>,
-}
-
-#[derive(Deserialize)]
-struct Paragraph {
-    context: String,
-    qas: Vec<Qa>,
-}
-
-#[derive(Deserialize)]
-struct Qa {
-    id: String,
-    question: String,
-}
-
 fn read_squad(reader: &Reader, path: &Path, args: &ReadArgs, params: &ReadParams) -> Result<()> {
-    let dataset: Dataset =
-        lector_eval::input::read_json(path).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut ids = Vec::new();
-    let mut queries = Vec::new();
-    for paragraph in dataset.data.iter().flat_map(|a| &a.paragraphs) {
-        for qa in &paragraph.qas {
-            ids.push(qa.id.as_str());
-            queries.push(Query {
-                question: &qa.question,
-                context: &paragraph.context,
-            });
-        }
-    }
+    let dataset = lector_eval::squad::read_dataset(path)?;
+    let ids: Vec<&str> = dataset.questions.iter().map(|q| q.id.as_str()).collect();
+    let queries = gold_queries(&dataset);
     let n = args.limit.unwrap_or(queries.len()).min(queries.len());
     let predictions = run_with_progress(reader, &queries[..n], params)?;
     let truncated = predictions.iter().filter(|p| p.question_truncated).count();
@@ -235,18 +203,6 @@ fn read_squad(reader: &Reader, path: &Path, args: &ReadArgs, params: &ReadParams
 }
 
 /// Answers `queries` in one batch behind a progress bar; prints the throughput.
-/// Every question of `dataset` with its gold paragraph as context.
-pub fn gold_queries(dataset: &lector_eval::squad::Dataset) -> Vec<Query<'_>> {
-    dataset
-        .questions
-        .iter()
-        .map(|q| Query {
-            question: &q.question,
-            context: &q.context,
-        })
-        .collect()
-}
-
 pub fn run_with_progress(
     reader: &Reader,
     queries: &[Query],

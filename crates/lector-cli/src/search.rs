@@ -1,13 +1,12 @@
 //! `lector search`: ranked passages for a query, as a table or JSON; and the retrieval options
 //! every command that searches an index shares.
 
-use crate::embedder::{self, IndexEmbedder};
 use crate::index::IndexDir;
-use crate::reranker::RerankOptions;
 use crate::table::print_table;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
-use lector_index::{Bm25Params, Embedder, Fusion, Index, Mode, SearchOptions, DEFAULT_EF};
+use lector_index::{Fusion, Hit, Index, Mode, Retriever, DEFAULT_EF, DEFAULT_RERANK_DEPTH};
+use lector_pipeline::{PipelineConfig, RerankConfig, RetrievalConfig};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -18,7 +17,7 @@ pub struct SearchArgs {
     #[command(flatten)]
     dir: IndexDir,
     /// Passages to return.
-    #[arg(long, default_value_t = 10)]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 10)]
     k: usize,
     #[command(flatten)]
     retrieval: RetrievalOptions,
@@ -45,22 +44,22 @@ pub struct RetrievalOptions {
     #[arg(long)]
     pub mode: Option<Mode>,
     /// BM25 k1 [default: the index's].
-    #[arg(long)]
+    #[arg(value_parser = crate::values::non_negative, long)]
     k1: Option<f64>,
     /// BM25 b [default: the index's].
-    #[arg(long)]
+    #[arg(value_parser = crate::values::unit_interval, long)]
     b: Option<f64>,
     /// Hybrid fusion.
     #[arg(long, value_enum, default_value_t = FusionKind::Rrf)]
     fusion: FusionKind,
     /// The k of reciprocal rank fusion.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(value_parser = crate::values::non_negative, long, default_value_t = 60.0)]
     rrf_k: f64,
     /// Weights of BM25 and dense for weighted fusion.
     #[arg(long, value_delimiter = ',', num_args = 2, default_values_t = [0.5, 0.5])]
     weights: Vec<f64>,
     /// HNSW beam width for dense search (higher: better recall, slower).
-    #[arg(long, default_value_t = DEFAULT_EF)]
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = DEFAULT_EF)]
     ef: usize,
     /// Dense search by exact scan instead of the HNSW graph.
     #[arg(long)]
@@ -71,54 +70,75 @@ pub struct RetrievalOptions {
 }
 
 impl RetrievalOptions {
-    /// The mode asked for, else hybrid for an index with vectors and bm25 otherwise.
-    pub fn mode_for(&self, index: &Index) -> Mode {
-        self.mode.unwrap_or(if index.dense_meta().is_some() {
-            Mode::Hybrid
-        } else {
-            Mode::Bm25
+    /// The library's retrieval configuration.
+    pub fn config(&self) -> RetrievalConfig {
+        RetrievalConfig {
+            mode: self.mode,
+            k1: self.k1,
+            b: self.b,
+            fusion: match self.fusion {
+                FusionKind::Rrf => Fusion::Rrf { k: self.rrf_k },
+                FusionKind::Weighted => Fusion::Weighted(self.weights.clone()),
+            },
+            ef: (!self.exact).then_some(self.ef),
+            embedder: self.embedder.clone(),
+        }
+    }
+}
+
+/// Reranking options of the commands that read passages.
+#[derive(Args, Clone)]
+pub struct RerankOptions {
+    /// Cross-encoder checkpoint that reorders the retrieved passages (a one-label
+    /// BertForSequenceClassification, such as tools/train_reranker.py makes).
+    #[arg(long, value_name = "DIR")]
+    pub rerank: Option<PathBuf>,
+    /// Passages retrieved for the reranker to choose from (with --rerank).
+    #[arg(value_parser = crate::values::at_least_one, long, value_name = "N", default_value_t = DEFAULT_RERANK_DEPTH, requires = "rerank")]
+    pub rerank_depth: usize,
+}
+
+impl RerankOptions {
+    /// The library's reranking configuration, when --rerank is given.
+    pub fn config(&self) -> Option<RerankConfig> {
+        self.rerank.clone().map(|model| RerankConfig {
+            model,
+            depth: self.rerank_depth,
         })
     }
 
-    /// Search options for `index`, and the embedder when the mode needs one.
-    pub fn resolve(&self, index: &Index) -> Result<(SearchOptions, Option<IndexEmbedder>)> {
-        let mode = self.mode_for(index);
-        let mut options = SearchOptions::for_index(index, mode);
-        options.bm25 = bm25_params(index, self.k1, self.b)?;
-        options.fusion = match self.fusion {
-            FusionKind::Rrf if self.rrf_k >= 0.0 => Fusion::Rrf { k: self.rrf_k },
-            FusionKind::Rrf => bail!("--rrf-k must not be negative"),
-            FusionKind::Weighted => Fusion::Weighted(self.weights.clone()),
-        };
-        options.ef = (!self.exact).then_some(self.ef.max(1));
-        let embedder = if mode.is_dense() {
-            embedder::for_index(index, self.embedder.as_deref())?
-        } else {
-            None
-        };
-        Ok((options, embedder))
+    /// The best `k` passages for `query` from `retriever`, reranked from the depth when --rerank
+    /// is given (outside a pipeline: `lector search`, `ask --generate`).
+    pub fn retrieve(&self, retriever: &dyn Retriever, query: &str, k: usize) -> Result<Vec<Hit>> {
+        Ok(match self.config() {
+            Some(rerank) => rerank.load()?.retrieve(retriever, rerank.depth, query, k)?,
+            None => retriever.retrieve(query, k)?,
+        })
     }
 }
 
-/// The embedder as the index's trait object.
-pub fn as_dyn(embedder: &Option<IndexEmbedder>) -> Option<&dyn Embedder> {
-    embedder.as_ref().map(|e| e as &dyn Embedder)
+/// Pipeline configuration from the shared options of the commands that answer questions.
+pub fn pipeline_config(
+    model: Option<&std::path::Path>,
+    retrieval: &RetrievalOptions,
+    rerank: &RerankOptions,
+) -> PipelineConfig {
+    PipelineConfig {
+        reader: model.map(|m| m.to_path_buf()),
+        retrieval: retrieval.config(),
+        rerank: rerank.config(),
+    }
 }
 
-/// The index's BM25 defaults with command-line overrides.
-pub fn bm25_params(index: &Index, k1: Option<f64>, b: Option<f64>) -> Result<Bm25Params> {
-    let stored = index.settings().bm25;
-    let params = Bm25Params {
-        k1: k1.unwrap_or(stored.k1),
-        b: b.unwrap_or(stored.b),
-    };
-    params.validate().map_err(anyhow::Error::msg)
+/// Tells the user on stderr (model fetches, warnings from building a pipeline).
+pub fn notify(message: &str) {
+    eprintln!("{message}");
 }
 
 pub fn run(args: SearchArgs) -> Result<()> {
     let index = Index::open(args.dir.path())?;
-    let (options, embedder) = args.retrieval.resolve(&index)?;
-    let retriever = index.retriever(&options, as_dyn(&embedder))?;
+    let (options, embedder) = args.retrieval.config().resolve(&index, &notify)?;
+    let retriever = index.retriever(&options, embedder.as_deref())?;
     let hits = args
         .rerank
         .retrieve(retriever.as_ref(), &args.query, args.k)?;

@@ -1,16 +1,13 @@
 //! `lector serve`: the HTTP API and web page over an index (see the lector-server crate).
 
-use crate::embedder::{self, IndexEmbedder};
 use crate::index::IndexDir;
-use crate::reranker::RerankOptions;
-use crate::search::RetrievalOptions;
+use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use lector_generate::Generator;
-use lector_index::{Embedder, Index, IndexSettings, IndexWriter};
-use lector_pipeline::{Calibration, Pipeline};
-use lector_reader::Reader;
-use lector_server::{AppState, Config, Limits, SharedEmbedder};
+use lector_index::{Index, IndexSettings, IndexWriter};
+use lector_pipeline::Built;
+use lector_server::{ApiKey, AppState, Config, Limits};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,10 +20,22 @@ pub struct ServeArgs {
     /// Address to listen on (port 0: any free port; the address is printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
-    /// Require `Authorization: Bearer KEY` on every route but /healthz and the page
-    /// [default: $LECTOR_API_KEY; none: no authentication].
+    /// Require `Authorization: Bearer KEY` on every route but /healthz and the page. Other
+    /// users of this machine can read it in `ps`: prefer --api-key-file or $LECTOR_API_KEY
+    /// [default: $LECTOR_API_KEY; none: no authentication, refused beyond loopback].
     #[arg(long, value_name = "KEY")]
     api_key: Option<String>,
+    /// Read the API key from FILE (surrounding whitespace dropped).
+    #[arg(long, value_name = "FILE", conflicts_with = "api_key")]
+    api_key_file: Option<PathBuf>,
+    /// Also answer requests sent to this host name (e.g. the name a reverse proxy forwards);
+    /// loopback names and the bound address are always served, others get 403. Repeatable.
+    #[arg(long, value_name = "HOST")]
+    allowed_host: Vec<String>,
+    /// Serve beyond loopback without an API key (refused otherwise): anyone who can reach the
+    /// address can read and change the index.
+    #[arg(long)]
+    insecure_no_auth: bool,
     /// Serve without taking the index's writer lock: document writes get 403, and
     /// `lector index add` can update the index meanwhile (restart to see its commits).
     #[arg(long)]
@@ -73,23 +82,24 @@ pub fn run(args: ServeArgs) -> Result<()> {
         Some(w) => w.committed().clone(),
         None => Index::open(&dir)?,
     };
-    let (search, query_embedder) = args.retrieval.resolve(&index)?;
-    let embedder: Option<Arc<dyn Embedder>> = match query_embedder {
-        Some(e) => Some(Arc::new(e)),
-        // A dense index served with BM25 by default still embeds new documents and dense requests.
-        None => embedder::for_index(&index, args.retrieval.embedder.as_deref())?
-            .map(|e: IndexEmbedder| Arc::new(e) as Arc<dyn Embedder>),
-    };
-    let mut pipeline = open_pipeline(index, args.model.as_deref(), embedder.clone())?;
-    if let Some((reranker, depth)) = args.rerank.load()? {
-        pipeline = pipeline.with_reranker(Box::new(reranker), depth);
+    let Built {
+        pipeline,
+        search,
+        embedder,
+        warnings,
+    } = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank)
+        .build(index, &notify)?;
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
     }
     let config = Config {
-        api_key: api_key(args.api_key.clone()),
+        api_key: api_key(&args)?,
+        allowed_hosts: args.allowed_host.clone(),
+        insecure_no_auth: args.insecure_no_auth,
         search,
         limits: limits(&args)?,
     };
-    warn_if_exposed(args.addr, config.api_key.is_some());
+    warn_if_exposed(args.addr, &config)?;
     let stats = pipeline.index().stats();
     let mut state = AppState::new(pipeline, writer, embedder, config)?;
     if args.generate || args.generator_model.is_some() {
@@ -140,26 +150,12 @@ fn open_writer(dir: &std::path::Path) -> Result<IndexWriter> {
     }
 }
 
-fn open_pipeline(
-    index: Index,
-    model: Option<&std::path::Path>,
-    embedder: Option<Arc<dyn Embedder>>,
-) -> Result<Pipeline> {
-    let calibration = Calibration::load(index.dir())?;
-    let reader_dir = lector_models::registry::resolve_reader(model)?;
-    let reader = Reader::load(&reader_dir)
-        .with_context(|| format!("loading the reader from {}", reader_dir.display()))?;
-    let mut pipeline = Pipeline::new(index, reader).with_calibration(calibration);
-    if let Some(embedder) = embedder {
-        pipeline = pipeline.with_embedder(Box::new(SharedEmbedder(embedder)));
-    }
-    Ok(pipeline)
-}
-
-/// `--api-key`, else `$LECTOR_API_KEY`; empty means none.
-fn api_key(flag: Option<String>) -> Option<String> {
-    flag.or_else(|| std::env::var("LECTOR_API_KEY").ok())
-        .filter(|k| !k.is_empty())
+/// `--api-key`, else `--api-key-file`, else `$LECTOR_API_KEY` (see [`ApiKey::from_sources`]).
+fn api_key(args: &ServeArgs) -> Result<Option<ApiKey>> {
+    Ok(ApiKey::from_sources(
+        args.api_key.as_deref(),
+        args.api_key_file.as_deref(),
+    )?)
 }
 
 fn limits(args: &ServeArgs) -> Result<Limits> {
@@ -180,10 +176,14 @@ fn limits(args: &ServeArgs) -> Result<Limits> {
     })
 }
 
-fn warn_if_exposed(addr: SocketAddr, has_key: bool) {
-    if !addr.ip().is_loopback() && !has_key {
+/// Refuses to serve beyond loopback without a key (before the server itself would), and warns
+/// when --insecure-no-auth allows it.
+fn warn_if_exposed(addr: SocketAddr, config: &Config) -> Result<()> {
+    lector_server::access::check_exposure(addr, config.api_key.as_ref(), config.insecure_no_auth)?;
+    if !addr.ip().is_loopback() && config.api_key.is_none() {
         eprintln!(
-            "warning: listening on {addr}, beyond this machine, without an API key: anyone who can reach it can read and change the index (set --api-key or LECTOR_API_KEY)"
+            "warning: listening on {addr}, beyond this machine, without an API key (--insecure-no-auth): anyone who can reach it can read and change the index"
         );
     }
+    Ok(())
 }

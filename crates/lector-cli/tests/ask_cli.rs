@@ -14,9 +14,7 @@ fn lector(args: &[&str]) -> Output {
 }
 
 fn squad(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/squad")
-        .join(name)
+    lector_eval::data::require(&format!("squad/{name}"))
 }
 
 /// The first `articles` articles of a SQuAD file, written to `dir`.

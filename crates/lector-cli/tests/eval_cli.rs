@@ -1,7 +1,7 @@
 //! The `lector eval` command line: real files in, real process out; bad input gives one clear line.
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn lector(args: &[&str]) -> Output {
@@ -12,11 +12,9 @@ fn lector(args: &[&str]) -> Output {
 }
 
 fn shared(rel: &str) -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel);
-    assert!(path.exists(), "missing shared data {}", path.display());
-    path.to_string_lossy().into_owned()
+    lector_eval::data::require(rel)
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {

@@ -4,6 +4,7 @@
 //! - [`rouge`]: ROUGE-1/2/L/Lsum identical to Google's `rouge-score` package.
 //! - [`retrieval`]: trec_eval-compatible ranking metrics and answer-containment recall.
 //! - [`stats`]: bootstrap confidence intervals and paired significance tests.
+//! - [`paired`]: two systems' per-question scores paired by question id.
 //! - [`report`]: self-contained HTML reports with inline SVG charts.
 //! - [`data`]: where the shared evaluation data lives (one place for tests and benchmarks).
 
@@ -11,6 +12,7 @@ pub mod data;
 pub mod error;
 pub mod input;
 pub mod normalize;
+pub mod paired;
 pub mod report;
 pub mod retrieval;
 pub mod rouge;

@@ -32,8 +32,10 @@
 //! equal scores `c` comes before `b`, `b` before `aa`, `aa` before `a`, and `a` before `B`.
 
 mod answers;
+mod queries;
 mod trec;
 
+pub use queries::{read_queries, LabelledQuery};
 pub use answers::{
     answer_recall, contains_answer, read_answer_items, AnswerItem, AnswerQuery, AnswerRecall,
     Passage,

@@ -78,6 +78,8 @@ struct RawQuestion {
     id: String,
     #[serde(default)]
     question: String,
+    // Question files for `lector read` may carry no answers; they then score as unanswerable.
+    #[serde(default)]
     answers: Vec<RawAnswer>,
 }
 

@@ -132,6 +132,30 @@ pub fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64
 }
 
+/// Median and 95th percentile of per-query latencies, in the unit given (nearest rank, as
+/// latency reports quote them).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LatencySummary {
+    pub count: usize,
+    pub p50: f64,
+    pub p95: f64,
+}
+
+/// Summarises latencies; `None` for none.
+pub fn latency_summary(values: &[f64]) -> Option<LatencySummary> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+    Some(LatencySummary {
+        count: sorted.len(),
+        p50: at(0.5),
+        p95: at(0.95),
+    })
+}
+
 /// Linear-interpolation quantile of sorted values (numpy's default method).
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let position = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;

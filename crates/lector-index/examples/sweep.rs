@@ -2,11 +2,11 @@
 //! SQuAD v1.1 dev paragraphs, in memory (no files written):
 //!
 //! ```text
-//! cargo run --release -p lector-index --example sweep -- ../shared/data
+//! cargo run --release -p lector-index --example sweep [-- DATA_DIR]  (default: the shared data)
 //! ```
 
 use lector_eval::retrieval::{self, AnswerItem, Passage, Run};
-use lector_index::ingest::{self, IngestOptions, Item};
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_index::{Bm25Params, Document, IndexSettings, IndexWriter, Retriever, Stemmer};
 use std::path::{Path, PathBuf};
 
@@ -104,11 +104,10 @@ fn squad(data: &Path, settings: IndexSettings) {
 }
 
 fn main() {
-    let data = PathBuf::from(
-        std::env::args()
-            .nth(1)
-            .unwrap_or_else(|| "../shared/data".into()),
-    );
+    let data = match std::env::args().nth(1) {
+        Some(dir) => PathBuf::from(dir),
+        None => lector_eval::data::shared_data_dir().unwrap_or_else(|e| panic!("{e}")),
+    };
     let params = [
         Bm25Params { k1: 1.2, b: 0.75 },
         Bm25Params { k1: 0.9, b: 0.4 },

@@ -257,11 +257,8 @@ mod tests {
 
     #[test]
     fn real_scifact_abstracts_cover_every_word() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/data/beir/scifact/corpus.jsonl"
-        );
-        let text = std::fs::read_to_string(path).expect("SciFact corpus in ../shared/data");
+        let path = lector_eval::data::require("beir/scifact/corpus.jsonl");
+        let text = std::fs::read_to_string(path).expect("SciFact corpus");
         for line in text.lines().take(300) {
             let doc: serde_json::Value = serde_json::from_str(line).unwrap();
             let abstract_text = doc["text"].as_str().unwrap();

@@ -17,9 +17,10 @@
 //! The chosen value is stored as `calibration.json` in the index directory ([`Calibration`]).
 
 use crate::error::{io, Error, Result};
+use lector_eval::report::Report;
+use lector_eval::squad::{self, Dataset, NoAnswer, SquadVersion};
+use lector_reader::{Prediction, ReadParams};
 use serde::{Deserialize, Serialize};
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 
 /// The file name of a calibration inside an index directory. lector-index only ever deletes its
@@ -118,18 +119,8 @@ impl Calibration {
     /// the directory. A crash leaves either the old file or the new one.
     pub fn save(&self, index_dir: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("calibration serialises") + "\n";
-        let tmp = index_dir.join(format!("{CALIBRATION_FILE}.tmp"));
-        let mut file = File::create(&tmp).map_err(io(&tmp))?;
-        file.write_all(text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(io(&tmp))?;
-        drop(file);
-        std::fs::rename(&tmp, index_dir.join(CALIBRATION_FILE)).map_err(io(&tmp))?;
-        // Makes the rename durable; directories cannot be opened on some systems (Windows).
-        if let Ok(dir) = File::open(index_dir) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
+        let path = index_dir.join(CALIBRATION_FILE);
+        lector_index::write_durably(&path, text.as_bytes()).map_err(io(&path))
     }
 }
 
@@ -260,6 +251,183 @@ pub fn point_at(curve: &[CurvePoint], threshold: f64) -> Option<CurvePoint> {
         .take_while(|p| p.threshold <= threshold)
         .last()
         .copied()
+}
+
+/// The reader settings calibration reads with: `handle_impossible_answer` makes the reader score
+/// the null answer, and the best span is kept next to it (the threshold decides, not the 0.5 rule).
+pub fn read_params() -> ReadParams {
+    ReadParams {
+        top_k: 2,
+        handle_impossible_answer: true,
+        ..ReadParams::default()
+    }
+}
+
+/// A threshold fitted on labelled questions: the whole curve, the chosen cut and the default's.
+#[derive(Debug, Clone)]
+pub struct Fitted {
+    pub curve: Vec<CurvePoint>,
+    pub chosen: CurvePoint,
+    pub default: CurvePoint,
+}
+
+/// Fits the threshold for `target` on `dataset`, read by the reader with [`read_params`] into
+/// `predictions` (one per question, in order). max-f1 takes the official script's sweep where
+/// it applies (SQuAD v2.0); precision=P the most permissive cut that reaches P.
+pub fn fit(dataset: &Dataset, predictions: &[Prediction], target: Target) -> Result<Fitted> {
+    let (questions, official) = judge(dataset, predictions)?;
+    let curve = curve(&questions);
+    let chosen = match (target, official) {
+        (Target::MaxF1, Some(thresh)) => point_at(&curve, thresh),
+        _ => choose(target, &curve),
+    };
+    let Some(chosen) = chosen else {
+        let best = curve
+            .iter()
+            .filter(|p| p.answered > 0)
+            .map(|p| p.precision)
+            .fold(0.0, f64::max);
+        return Err(Error::Options(format!(
+            "no threshold reaches {target}: the highest precision on this data is {best:.4}"
+        )));
+    };
+    let default = point_at(&curve, DEFAULT_THRESHOLD).expect("the curve starts at 0");
+    Ok(Fitted {
+        curve,
+        chosen,
+        default,
+    })
+}
+
+/// The per-question inputs of the sweep, and the official script's max-F1 threshold.
+fn judge(dataset: &Dataset, predictions: &[Prediction]) -> Result<(Vec<Judged>, Option<f64>)> {
+    let spans: squad::Predictions = dataset
+        .questions
+        .iter()
+        .zip(predictions)
+        .map(|(q, p)| (q.id.clone(), best_span(p).to_string()))
+        .collect();
+    let probs: squad::NaProbs = dataset
+        .questions
+        .iter()
+        .zip(predictions)
+        .map(|(q, p)| (q.id.clone(), p.na_prob))
+        .collect();
+    let no_answer = NoAnswer {
+        probs: Some(&probs),
+        threshold: 1.0,
+    };
+    let evaluation = squad::evaluate(dataset, &spans, &no_answer)?;
+    let official = match dataset.version {
+        SquadVersion::V2_0 => evaluation
+            .summary
+            .get("best_f1_thresh")
+            .and_then(|v| v.as_f64()),
+        SquadVersion::V1_1 => None,
+    };
+    let questions = evaluation
+        .questions
+        .iter()
+        .zip(&probs)
+        .map(|(s, (_, na_prob))| Judged {
+            na_prob: *na_prob,
+            has_answer: s.has_ans,
+            exact: if s.has_ans { s.em } else { 0.0 },
+            f1: if s.has_ans { s.f1 } else { 0.0 },
+        })
+        .collect();
+    Ok((questions, official))
+}
+
+/// The best non-empty span ("" when the reader found none).
+fn best_span(p: &Prediction) -> &str {
+    p.answers
+        .iter()
+        .map(|a| a.answer.as_str())
+        .find(|a| !a.is_empty())
+        .unwrap_or("")
+}
+
+/// At most this many points per chart: a curve over 10,000 cuts would be a 1 MB SVG.
+const CHART_POINTS: usize = 400;
+
+impl Fitted {
+    /// The HTML report: accuracy and F1 against coverage, and the chosen and default cuts.
+    pub fn html_report(&self, data: &Path, target: Target) -> Report {
+        let step = self.curve.len().div_ceil(CHART_POINTS).max(1);
+        let sampled: Vec<&CurvePoint> = self
+            .curve
+            .iter()
+            .step_by(step)
+            .chain(self.curve.last())
+            .filter(|p| p.answered > 0)
+            .collect();
+        let mut report = Report::new(format!("No-answer calibration: {}", data.display()));
+        let accuracy: Vec<(f64, f64)> = sampled.iter().map(|p| (p.coverage, p.precision)).collect();
+        report.curve(
+            "Accuracy of the answered questions against coverage",
+            &accuracy,
+            1.0,
+            "coverage (share answered)",
+            "exact-match precision",
+        );
+        let f1: Vec<(f64, f64)> = sampled.iter().map(|p| (p.coverage, p.f1)).collect();
+        report.curve(
+            "SQuAD v2.0 F1 (all questions) against coverage",
+            &f1,
+            1.0,
+            "coverage (share answered)",
+            "F1",
+        );
+        let percent = |v: f64| format!("{:.2}", 100.0 * v);
+        let row = |label: &str, threshold: f64, p: &CurvePoint| {
+            vec![
+                label.to_string(),
+                format!("{threshold}"),
+                percent(p.coverage),
+                p.precision_percent(),
+                percent(p.exact),
+                percent(p.f1),
+            ]
+        };
+        report.table(
+            "Thresholds",
+            &[
+                "",
+                "threshold",
+                "coverage (%)",
+                "precision (%)",
+                "exact (%)",
+                "F1 (%)",
+            ],
+            &[
+                row(
+                    &format!("chosen ({target})"),
+                    self.chosen.threshold,
+                    &self.chosen,
+                ),
+                row("default", DEFAULT_THRESHOLD, &self.default),
+            ],
+        );
+        report.note(
+            "A question is answered when its no-answer probability is at most the threshold. Precision: \
+             answered questions whose best span matches a gold answer exactly (a span for an unanswerable \
+             question is wrong). F1: SQuAD v2.0 F1 over all questions, an abstention scoring 1 on an \
+             unanswerable question and 0 on an answerable one.",
+        );
+        report
+    }
+}
+
+impl CurvePoint {
+    /// Precision in percent with two decimals, or "-" when the cut answers nothing.
+    pub fn precision_percent(&self) -> String {
+        if self.answered > 0 {
+            format!("{:.2}", 100.0 * self.precision)
+        } else {
+            "-".into()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,19 @@ pub enum Error {
     /// Loading or running the reader failed.
     #[error(transparent)]
     Reader(#[from] lector_reader::Error),
+    /// A model (reader, embedder, reranker) could not be found or loaded.
+    #[error("cannot load the {what} at {path}: {message}", path = .path.display())]
+    Model {
+        what: &'static str,
+        path: PathBuf,
+        message: String,
+    },
+    /// Reading or scoring evaluation data failed.
+    #[error(transparent)]
+    Eval(#[from] lector_eval::Error),
+    /// A file to index could not be read.
+    #[error(transparent)]
+    Ingest(#[from] lector_ingest::Error),
     /// The question is empty or only whitespace.
     #[error("the question is empty")]
     EmptyQuestion,

@@ -30,18 +30,23 @@
 
 pub mod aggregate;
 pub mod calibration;
+pub mod config;
 pub mod error;
+pub mod odqa;
+pub mod ranking;
 
 pub use aggregate::{
     answer_score, Abstention, Aggregation, Candidate, Evidence, PassageReading, DEFAULT_RANK_PRIOR,
 };
 pub use calibration::{Calibration, DEFAULT_THRESHOLD};
+pub use config::{Built, PipelineConfig, RerankConfig, RetrievalConfig};
 pub use error::{Error, Result};
 
 use lector_index::{Embedder, Hit, Index, Mode, PassageScorer, Retriever, SearchOptions};
 use lector_reader::{Query, ReadParams, Reader, WindowProbabilities};
 use serde::Serialize;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How a question is answered.
@@ -121,6 +126,8 @@ pub enum Stage {
     Rerank,
     /// Reading every passage in one batch.
     Read,
+    /// Reading each question's gold paragraph alone ([`odqa::evaluate`]).
+    ReadGold,
 }
 
 /// Progress of [`Pipeline::ask_many`]: `done` of `total` questions reranked or passages read.
@@ -137,7 +144,7 @@ pub struct Pipeline {
     index: Index,
     reader: Reader,
     calibration: Option<Calibration>,
-    embedder: Option<Box<dyn Embedder>>,
+    embedder: Option<Arc<dyn Embedder>>,
     /// The reranker and how many passages it chooses from.
     reranker: Option<(Box<dyn PassageScorer>, usize)>,
 }
@@ -165,7 +172,7 @@ impl Pipeline {
     }
 
     /// Sets the embedder dense and hybrid retrieval use for questions (the index's model).
-    pub fn with_embedder(mut self, embedder: Box<dyn Embedder>) -> Self {
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);
         self
     }

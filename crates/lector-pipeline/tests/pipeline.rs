@@ -2,7 +2,7 @@
 //! 103 paragraphs) in a real index on disk, read by the shipped reader.
 
 use lector_eval::normalize::normalize_answer;
-use lector_index::ingest::{self, IngestOptions, Item};
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_index::{
     Index, IndexSettings, IndexWriter, Mode, PassageScorer, RetrieverKind, SearchOptions,
 };
@@ -20,7 +20,7 @@ fn workspace() -> PathBuf {
 }
 
 fn squad_path(name: &str) -> PathBuf {
-    workspace().join("../shared/data/squad").join(name)
+    lector_eval::data::require(&format!("squad/{name}"))
 }
 
 /// The first `articles` articles of a SQuAD file, written to `dir`.

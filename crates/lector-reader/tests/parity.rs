@@ -39,7 +39,8 @@ fn predict(data: &str, handle_impossible_answer: bool) -> Vec<(String, Predictio
         .collect()
 }
 
-/// Same answer text on >= 99.5% of questions, and on those, scores and offsets that agree.
+/// The same answer text on every question, as the README claims, with the same offsets; scores
+/// within 1e-3 on at least 99% of them (float summation order differs from PyTorch's).
 fn check(data: &str, fixture_name: &str, handle_impossible_answer: bool) {
     let expected = fixture(fixture_name);
     let mut mismatches = Vec::new();
@@ -75,10 +76,7 @@ fn check(data: &str, fixture_name: &str, handle_impossible_answer: bool) {
         mismatches.len(),
         mismatches.join("\n")
     );
-    assert!(
-        mismatches.len() * 1000 <= N * 5,
-        "more than 0.5% of answers differ"
-    );
+    assert!(mismatches.is_empty(), "answers differ from the pipeline's");
     assert!(
         far_scores * 100 <= N,
         "{far_scores} scores differ by more than 1e-3"

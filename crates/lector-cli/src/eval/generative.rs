@@ -12,7 +12,8 @@
 
 use super::odqa::{open_questions, squad_questions};
 use crate::generate::GeneratorArgs;
-use crate::read::{gold_queries, run_with_progress};
+use crate::read::run_with_progress;
+use lector_pipeline::odqa::gold_queries;
 use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::Args;

@@ -9,15 +9,9 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `../shared/data` beside the repository (present on developer machines and in CI).
+/// The shared data directory (see `lector_eval::data`); fails the test when it is missing.
 pub fn shared_data() -> PathBuf {
-    let dir = repo_root().join("../shared/data");
-    assert!(
-        dir.is_dir(),
-        "shared data not found at {}: the parity tests need ../shared/data beside the checkout",
-        dir.display()
-    );
-    dir
+    lector_eval::data::shared_data_dir().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The Python interpreter of the reference environment (`tools/setup-python.sh`, cached after the first run).

@@ -19,11 +19,7 @@ pub fn reader() -> &'static Reader {
 }
 
 pub fn squad_path(name: &str) -> PathBuf {
-    let shared = Path::new("/work/shared/data/squad").join(name);
-    if shared.is_file() {
-        return shared;
-    }
-    workspace().join("data/squad").join(name)
+    lector_eval::data::require(&format!("squad/{name}"))
 }
 
 /// (id, question, context) of the first `n` questions of a SQuAD file, in file order.

@@ -1,0 +1,103 @@
+//! Per-question score files of two systems, paired by question id for
+//! [`crate::stats::compare_paired`] (`lector eval compare`).
+
+use crate::input::{invalid, read_jsonl};
+use crate::{Error, Result};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// The value of `metric` per question id, in file order, from JSON lines with an `id` field
+/// (`eval squad --per-question`, `eval odqa --per-question`, ...). Booleans count as 0/1.
+pub fn read_scores(path: &Path, metric: &str) -> Result<Vec<(String, f64)>> {
+    let lines: Vec<Value> = read_jsonl(path)?;
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let record = i + 1;
+            let id = match line.get("id") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => return Err(invalid(path, format!("record {record}: no string `id` field"))),
+            };
+            let value = match line.get(metric) {
+                Some(Value::Bool(b)) => f64::from(u8::from(*b)),
+                Some(v) => v.as_f64().ok_or_else(|| {
+                    invalid(path, format!("record {record}: `{metric}` is not a number"))
+                })?,
+                None => return Err(invalid(path, format!("record {record}: no `{metric}` field"))),
+            };
+            Ok((id, value))
+        })
+        .collect()
+}
+
+/// The two systems' scores in the order of `a`, paired by question id; refuses duplicate ids and
+/// question sets that differ (a paired comparison needs the same questions).
+pub fn align(
+    path_a: &Path,
+    a: &[(String, f64)],
+    path_b: &Path,
+    b: &[(String, f64)],
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let b_by_id: HashMap<&str, f64> = b.iter().map(|(id, v)| (id.as_str(), *v)).collect();
+    let a_ids: HashSet<&str> = a.iter().map(|(id, _)| id.as_str()).collect();
+    if a_ids.len() != a.len() || b_by_id.len() != b.len() {
+        return Err(Error::Mismatch(
+            "duplicate question ids: each file must score every question once".into(),
+        ));
+    }
+    let only_a: Vec<&str> = a
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .filter(|id| !b_by_id.contains_key(id))
+        .collect();
+    let only_b: Vec<&str> = b
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .filter(|id| !a_ids.contains(id))
+        .collect();
+    if !only_a.is_empty() || !only_b.is_empty() {
+        return Err(Error::Mismatch(format!(
+            "the two files score different questions: {} only in {} (e.g. {:?}), {} only in {} (e.g. {:?}); \
+             a paired comparison needs the same question set",
+            only_a.len(),
+            path_a.display(),
+            only_a.iter().take(3).collect::<Vec<_>>(),
+            only_b.len(),
+            path_b.display(),
+            only_b.iter().take(3).collect::<Vec<_>>()
+        )));
+    }
+    let ys = a.iter().map(|(id, _)| b_by_id[id.as_str()]).collect();
+    Ok((a.iter().map(|(_, v)| *v).collect(), ys))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scores(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
+        pairs.iter().map(|(id, v)| (id.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn pairs_by_id_in_the_first_files_order() {
+        let a = scores(&[("q1", 1.0), ("q2", 0.0)]);
+        let b = scores(&[("q2", 0.5), ("q1", 0.25)]);
+        let (xs, ys) = align(Path::new("a"), &a, Path::new("b"), &b).unwrap();
+        assert_eq!(xs, vec![1.0, 0.0]);
+        assert_eq!(ys, vec![0.25, 0.5]);
+    }
+
+    #[test]
+    fn refuses_different_or_duplicated_questions() {
+        let a = scores(&[("q1", 1.0), ("q2", 0.0)]);
+        let b = scores(&[("q1", 1.0), ("q3", 0.0)]);
+        let err = align(Path::new("a"), &a, Path::new("b"), &b).unwrap_err();
+        assert!(err.to_string().contains("1 only in a"), "{err}");
+        let dup = scores(&[("q1", 1.0), ("q1", 0.0)]);
+        assert!(align(Path::new("a"), &dup, Path::new("b"), &dup).is_err());
+    }
+}

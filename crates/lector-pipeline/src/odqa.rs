@@ -1,0 +1,504 @@
+//! Open-domain evaluation: the whole pipeline on a question set, and where answers are lost
+//! (`lector eval odqa`).
+//!
+//! Every question is asked end to end (retrieve k passages, read, aggregate) and classified:
+//! - **correct**: the final answer matches a gold answer exactly (SQuAD EM);
+//! - **retrieval miss**: otherwise, when no retrieved passage contains a gold answer (DPR answer
+//!   containment), so the reader never had a chance;
+//! - **ranking miss**: a retrieved passage's best span is a gold answer, but aggregation chose
+//!   another answer or abstained;
+//! - **reading miss**: a retrieved passage holds an answer, and the reader's best span in no
+//!   passage is one.
+//!
+//! The four add up to the number of questions. With SQuAD data the reader is also scored on
+//! each question's gold paragraph alone, which bounds what perfect retrieval would give.
+
+use crate::{AskOptions, Error, PassageReading, Pipeline, Progress, Response, Result};
+use lector_eval::normalize::normalize_answer;
+use lector_eval::report::{Metric, Report};
+use lector_eval::retrieval::{self, AnswerItem, AnswerRecall, Passage};
+use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore, SquadVersion};
+use lector_eval::stats::{self, Bootstrap, Interval};
+use lector_index::{Embedder, IndexSettings, IndexWriter, Mode};
+use lector_reader::{Query, ReadParams};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Where a question's answer was won or lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The final answer matches a gold answer.
+    Correct,
+    /// No retrieved passage contains a gold answer.
+    RetrievalMiss,
+    /// The reader's best answer in some retrieved passage is a gold answer, but an answer from
+    /// another passage ranked first, or the pipeline abstained: lost in aggregation.
+    RankingMiss,
+    /// A retrieved passage contains a gold answer, and the reader's best answer in no passage is
+    /// one.
+    ReadingMiss,
+}
+
+/// The outcomes with their names, in report order.
+pub const OUTCOMES: [(Outcome, &str); 4] = [
+    (Outcome::Correct, "correct"),
+    (Outcome::RetrievalMiss, "retrieval miss"),
+    (Outcome::RankingMiss, "ranking miss"),
+    (Outcome::ReadingMiss, "reading miss"),
+];
+
+/// Named metrics with their intervals, in percent.
+pub type Intervals = Vec<(String, Interval)>;
+
+/// Everything measured on one question set.
+pub struct OdqaResults {
+    pub dataset: Dataset,
+    pub responses: Vec<Response>,
+    pub recall: AnswerRecall,
+    pub end_to_end: Vec<QuestionScore>,
+    /// The reader alone on the gold paragraph (SQuAD input only).
+    pub gold: Option<Vec<QuestionScore>>,
+    pub outcomes: Vec<Outcome>,
+    pub documents: usize,
+    pub passages: usize,
+    pub seconds: f64,
+    /// The retrieval mode used.
+    pub mode: Mode,
+    /// Passages read per question.
+    pub k: usize,
+}
+
+/// The answerable questions of a SQuAD file, the first `limit` (unanswerable v2.0 questions
+/// have nothing to find), and how many were left out as unanswerable.
+pub fn squad_questions(path: &Path, limit: Option<usize>) -> Result<(Dataset, usize)> {
+    let mut dataset = squad::read_dataset(path)?;
+    let total = dataset.questions.len();
+    dataset.questions.retain(Question::has_answer);
+    let left_out = total - dataset.questions.len();
+    dataset.questions.truncate(limit.unwrap_or(usize::MAX));
+    check_questions(path, &dataset)?;
+    Ok((dataset, left_out))
+}
+
+/// Questions with answers and no paragraph (NQ-open lines), scored with the SQuAD v1.1 rules;
+/// and how many were left out for having no answer.
+pub fn open_questions(path: &Path, limit: Option<usize>) -> Result<(Dataset, usize)> {
+    let queries = retrieval::read_queries(path)?;
+    let empty: Arc<str> = Arc::from("");
+    let mut questions: Vec<Question> = queries
+        .into_iter()
+        .map(|q| Question {
+            id: q.id,
+            question: q.text,
+            answers: q.answers,
+            context: Arc::clone(&empty),
+            title: Arc::clone(&empty),
+        })
+        .collect();
+    let total = questions.len();
+    questions.retain(Question::has_answer);
+    let left_out = total - questions.len();
+    questions.truncate(limit.unwrap_or(usize::MAX));
+    let dataset = Dataset {
+        version: SquadVersion::V1_1,
+        questions,
+    };
+    check_questions(path, &dataset)?;
+    Ok((dataset, left_out))
+}
+
+fn check_questions(path: &Path, dataset: &Dataset) -> Result<()> {
+    let invalid = |message: String| {
+        Error::Eval(lector_eval::Error::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })
+    };
+    if dataset.questions.is_empty() {
+        return Err(invalid("no answerable questions".into()));
+    }
+    match dataset
+        .questions
+        .iter()
+        .find(|q| q.question.trim().is_empty())
+    {
+        Some(q) => Err(invalid(format!("question `{}` is empty", q.id))),
+        None => Ok(()),
+    }
+}
+
+/// Adds the paragraphs of a SQuAD file to the index at `dir` (one document per paragraph,
+/// unchanged ones skipped), embedding them when `embedder` is given; returns the committed
+/// document and passage counts.
+pub fn index_squad(
+    path: &Path,
+    dir: &Path,
+    embedder: Option<Arc<dyn Embedder>>,
+) -> Result<(usize, usize)> {
+    let walk = lector_ingest::walk(&[path.to_path_buf()]);
+    if let Some(err) = walk.errors.into_iter().next() {
+        return Err(Error::Ingest(err));
+    }
+    let mut writer = IndexWriter::open_or_create(dir, IndexSettings::default())?;
+    if let Some(embedder) = embedder {
+        writer.set_embedder(embedder)?;
+    }
+    for file in &walk.files {
+        lector_ingest::read_file(
+            file,
+            &lector_ingest::IngestOptions::default(),
+            &mut |item, _| match item {
+                lector_ingest::Item::Document(doc) => {
+                    writer.add(doc);
+                    Ok(())
+                }
+                lector_ingest::Item::Invalid(err) => Err(err),
+            },
+        )
+        .map_err(Error::Ingest)?;
+    }
+    let info = writer.commit()?;
+    Ok((info.documents, writer.committed().stats().passages))
+}
+
+/// Asks every question of `dataset` end to end with `options`, scores the answers, and (with
+/// `read_gold`) the reader alone on each gold paragraph. `progress` follows both readings.
+pub fn evaluate(
+    pipeline: &Pipeline,
+    dataset: Dataset,
+    options: &AskOptions,
+    read_gold: bool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<OdqaResults> {
+    let start = Instant::now();
+    let questions: Vec<&str> = dataset
+        .questions
+        .iter()
+        .map(|q| q.question.as_str())
+        .collect();
+    let responses = pipeline.ask_many(&questions, options, progress)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let predictions: squad::Predictions = dataset
+        .questions
+        .iter()
+        .zip(&responses)
+        .map(|(q, r)| {
+            (
+                q.id.clone(),
+                r.answer.as_ref().map_or(String::new(), |a| a.text.clone()),
+            )
+        })
+        .collect();
+    let end_to_end = squad::evaluate(&dataset, &predictions, &NoAnswer::default())?.questions;
+    let recall = retrieval::answer_recall(&answer_items(&dataset, &responses), options.k);
+    let gold = match read_gold {
+        true => Some(gold_paragraph_scores(pipeline, &dataset, progress)?),
+        false => None,
+    };
+    let outcomes = recall
+        .queries
+        .iter()
+        .zip(&end_to_end)
+        .zip(dataset.questions.iter().zip(&responses))
+        .map(|((r, s), (q, response))| {
+            if s.em == 1.0 {
+                Outcome::Correct
+            } else if r.first_hit.is_none() {
+                Outcome::RetrievalMiss
+            } else if read_right_somewhere(response, &q.answers) {
+                Outcome::RankingMiss
+            } else {
+                Outcome::ReadingMiss
+            }
+        })
+        .collect();
+    let stats = pipeline.index().stats();
+    let mode = options
+        .search
+        .as_ref()
+        .map_or_else(|| crate::default_search(pipeline.index()).mode, |s| s.mode);
+    Ok(OdqaResults {
+        dataset,
+        responses,
+        recall,
+        end_to_end,
+        gold,
+        outcomes,
+        documents: stats.documents,
+        passages: stats.passages,
+        seconds,
+        mode,
+        k: options.k,
+    })
+}
+
+fn answer_items(dataset: &Dataset, responses: &[Response]) -> Vec<AnswerItem> {
+    dataset
+        .questions
+        .iter()
+        .zip(responses)
+        .map(|(q, r)| AnswerItem {
+            qid: q.id.clone(),
+            answers: q.answers.clone(),
+            passages: r
+                .passages
+                .iter()
+                .map(|p| Passage {
+                    id: format!("{}#p{}", p.hit.doc_id, p.hit.passage),
+                    text: p.hit.text.clone(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Whether the reader's best answer in any passage of `response` is a gold answer after SQuAD
+/// normalisation.
+fn read_right_somewhere(response: &Response, answers: &[String]) -> bool {
+    let golds: Vec<String> = answers.iter().map(|a| normalize_answer(a)).collect();
+    response
+        .passages
+        .iter()
+        .filter_map(|p| p.answers.first())
+        .any(|a| golds.contains(&normalize_answer(&a.answer)))
+}
+
+/// Every question of `dataset` with its gold paragraph as context.
+pub fn gold_queries(dataset: &Dataset) -> Vec<Query<'_>> {
+    dataset
+        .questions
+        .iter()
+        .map(|q| Query {
+            question: &q.question,
+            context: &q.context,
+        })
+        .collect()
+}
+
+/// The reader alone on each question's gold paragraph, as `lector read` answers it.
+fn gold_paragraph_scores(
+    pipeline: &Pipeline,
+    dataset: &Dataset,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Vec<QuestionScore>> {
+    let queries = gold_queries(dataset);
+    let total = queries.len();
+    let predictions =
+        pipeline
+            .reader()
+            .answer_batch(&queries, &ReadParams::default(), &mut |done| {
+                progress(Progress {
+                    stage: crate::Stage::ReadGold,
+                    done,
+                    total,
+                })
+            })?;
+    let answers: squad::Predictions = dataset
+        .questions
+        .iter()
+        .zip(&predictions)
+        .map(|(q, p)| {
+            (
+                q.id.clone(),
+                p.answers
+                    .first()
+                    .map_or(String::new(), |a| a.answer.clone()),
+            )
+        })
+        .collect();
+    Ok(squad::evaluate(dataset, &answers, &NoAnswer::default())?.questions)
+}
+
+impl OdqaResults {
+    /// Questions the pipeline abstained on.
+    pub fn abstained(&self) -> usize {
+        self.responses.iter().filter(|r| r.answer.is_none()).count()
+    }
+
+    /// Questions per outcome, in [`OUTCOMES`] order.
+    pub fn outcome_counts(&self) -> Vec<(&'static str, usize)> {
+        OUTCOMES
+            .iter()
+            .map(|&(outcome, name)| {
+                (name, self.outcomes.iter().filter(|&&o| o == outcome).count())
+            })
+            .collect()
+    }
+
+    /// Headline metrics with bootstrap intervals, in percent.
+    pub fn intervals(&self, settings: &Bootstrap) -> Intervals {
+        let percent = |values: Vec<f64>| stats::bootstrap_mean(&values, settings).scaled(100.0);
+        let k = self.k;
+        let hits = self
+            .recall
+            .queries
+            .iter()
+            .map(|q| f64::from(u8::from(q.hit_at(k))))
+            .collect();
+        let mut out = vec![(format!("recall@{k}"), percent(hits))];
+        if let Some(gold) = &self.gold {
+            out.push((
+                "reader_exact_match".into(),
+                percent(gold.iter().map(|s| s.em).collect()),
+            ));
+            out.push((
+                "reader_f1".into(),
+                percent(gold.iter().map(|s| s.f1).collect()),
+            ));
+        }
+        let e2e = &self.end_to_end;
+        out.push((
+            "exact_match".into(),
+            percent(e2e.iter().map(|s| s.em).collect()),
+        ));
+        out.push(("f1".into(), percent(e2e.iter().map(|s| s.f1).collect())));
+        for (outcome, name) in OUTCOMES {
+            let share = self
+                .outcomes
+                .iter()
+                .map(|&o| f64::from(u8::from(o == outcome)))
+                .collect();
+            out.push((name.replace(' ', "_"), percent(share)));
+        }
+        out
+    }
+
+    /// The machine-readable summary (`eval odqa --json`).
+    pub fn summary_json(&self, intervals: &Intervals, confidence: f64) -> Map<String, Value> {
+        let mut out = Map::new();
+        out.insert("questions".into(), self.dataset.questions.len().into());
+        out.insert("documents".into(), self.documents.into());
+        out.insert("passages".into(), self.passages.into());
+        out.insert("mode".into(), self.mode.name().into());
+        out.insert("k".into(), self.k.into());
+        out.insert("abstained".into(), self.abstained().into());
+        let counts: Map<String, Value> = self
+            .outcome_counts()
+            .into_iter()
+            .map(|(name, n)| (name.replace(' ', "_"), n.into()))
+            .collect();
+        out.insert("outcomes".into(), Value::Object(counts));
+        out.insert("recall_curve".into(), json!(self.recall.recall));
+        out.insert("seconds".into(), self.seconds.into());
+        out.insert("mean_timings_ms".into(), self.mean_timings());
+        out.insert("confidence".into(), confidence.into());
+        for (name, interval) in intervals {
+            out.insert(name.clone(), json!(interval));
+        }
+        out
+    }
+
+    fn mean_timings(&self) -> Value {
+        let n = self.responses.len().max(1) as f64;
+        let mean = |f: fn(&Response) -> f64| self.responses.iter().map(f).sum::<f64>() / n;
+        json!({
+            "retrieve": mean(|r| r.timings.retrieve_ms),
+            "read": mean(|r| r.timings.read_ms),
+            "aggregate": mean(|r| r.timings.aggregate_ms),
+        })
+    }
+
+    /// One row per question: answers, scores, first hit rank, outcome, the passages read.
+    pub fn per_question(&self) -> Vec<Value> {
+        let q = &self.dataset.questions;
+        (0..q.len())
+            .map(|i| {
+                let r = &self.responses[i];
+                let e2e = &self.end_to_end[i];
+                let mut row = json!({
+                    "id": q[i].id,
+                    "question": q[i].question,
+                    "answers": q[i].answers,
+                    "prediction": r.answer.as_ref().map(|a| a.text.as_str()),
+                    "doc_id": r.answer.as_ref().map(|a| a.evidence.doc_id.as_str()),
+                    "na_prob": r.na_prob,
+                    "em": e2e.em,
+                    "f1": e2e.f1,
+                    "first_hit": self.recall.queries[i].first_hit,
+                    "outcome": self.outcomes[i],
+                    "passages": r.passages.iter().map(passage_summary).collect::<Vec<_>>(),
+                });
+                if let Some(gold) = &self.gold {
+                    row["reader_prediction"] = gold[i].prediction.clone().into();
+                    row["reader_em"] = gold[i].em.into();
+                    row["reader_f1"] = gold[i].f1.into();
+                }
+                row
+            })
+            .collect()
+    }
+
+    /// The HTML report: headline metrics, where answers are lost, the recall curve, the F1
+    /// histogram.
+    pub fn html_report(&self, input: &Path, intervals: &Intervals, confidence: f64) -> Report {
+        let mut report = Report::new(format!("Open-domain QA: {}", input.display()));
+        let headline: Vec<Metric> = intervals
+            .iter()
+            .map(|(name, i)| Metric::with_interval(name.clone(), *i))
+            .collect();
+        report.metrics("Headline metrics (%)", &headline, confidence);
+        report.table(
+            "Where answers are lost",
+            &["outcome", "questions", "share (%)"],
+            &self.outcome_rows(),
+        );
+        let curve: Vec<(f64, f64)> = self
+            .recall
+            .recall
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((i + 1) as f64, *r))
+            .collect();
+        report.curve("Answer recall@k", &curve, 1.0, "k", "recall");
+        let f1: Vec<f64> = self.end_to_end.iter().map(|s| s.f1).collect();
+        report.histogram("End-to-end F1 per question", &f1, (0.0, 1.0), 20, "F1");
+        report.note(&format!(
+            "{} questions over {} documents ({} passages), {} retrieval, k = {}. Correct: exact match of the \
+             final answer; retrieval miss: no retrieved passage contains a gold answer; ranking miss: a \
+             passage's best span is a gold answer but another answer was chosen; reading miss: a passage \
+             contains a gold answer but the reader's best span in none is one. Intervals: percentile \
+             bootstrap over questions.",
+            self.dataset.questions.len(),
+            self.documents,
+            self.passages,
+            self.mode.name(),
+            self.k
+        ));
+        report
+    }
+
+    /// (outcome, questions, share in percent with two decimals) rows.
+    pub fn outcome_rows(&self) -> Vec<Vec<String>> {
+        let n = self.outcomes.len().max(1) as f64;
+        self.outcome_counts()
+            .into_iter()
+            .map(|(name, count)| {
+                vec![
+                    name.to_string(),
+                    count.to_string(),
+                    format!("{:.2}", 100.0 * count as f64 / n),
+                ]
+            })
+            .collect()
+    }
+}
+
+/// A read passage without its text: where it lies in its document (characters), where it ranked,
+/// how retrieval and the reader scored it.
+fn passage_summary(reading: &PassageReading) -> Value {
+    json!({
+        "doc_id": reading.hit.doc_id,
+        "passage": reading.hit.passage,
+        "char_start": reading.hit.span.char_start,
+        "char_end": reading.hit.span.char_end,
+        "retrieval_score": reading.hit.score,
+        "sources": reading.hit.sources,
+        "null_score": reading.null_score,
+        "na_prob": reading.na_prob,
+        "answers": reading.answers,
+    })
+}

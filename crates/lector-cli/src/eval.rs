@@ -3,9 +3,9 @@
 use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use lector_eval::report::{Metric, Report};
-use lector_eval::squad::{self, NoAnswer, QuestionScore};
+use lector_eval::squad::{self, NoAnswer};
 use lector_eval::stats::{self, Bootstrap, Interval};
+use lector_eval::summary::{self, Intervals};
 use lector_eval::{paired, retrieval, rouge};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -215,7 +215,7 @@ fn squad(args: SquadArgs) -> Result<()> {
     warn_about_coverage(&dataset, &predictions, &evaluation.missing);
 
     let settings = args.output.bootstrap.settings();
-    let intervals = squad_intervals(&evaluation.questions, evaluation.version, &settings);
+    let intervals = summary::squad_intervals(&evaluation.questions, evaluation.version, &settings);
     if let Some(path) = &args.out_file {
         write_file(path, &serde_json::to_string(&evaluation.summary)?)?;
     }
@@ -223,7 +223,7 @@ fn squad(args: SquadArgs) -> Result<()> {
         write_jsonl(path, &evaluation.questions)?;
     }
     if let Some(path) = &args.output.html {
-        squad_report(
+        summary::squad_report(
             &args.data,
             &evaluation,
             &intervals,
@@ -268,46 +268,6 @@ fn warn_about_coverage(
     }
 }
 
-/// Named percentage intervals, keyed like the official output (exact, f1, HasAns_exact, ...).
-type Intervals = Vec<(String, Interval)>;
-
-/// Which questions a group of SQuAD v2.0 metrics covers.
-type QuestionFilter = fn(&QuestionScore) -> bool;
-
-fn squad_intervals(
-    questions: &[QuestionScore],
-    version: squad::SquadVersion,
-    settings: &Bootstrap,
-) -> Intervals {
-    let groups: &[(&str, QuestionFilter)] = match version {
-        squad::SquadVersion::V1_1 => &[("", |_| true)],
-        squad::SquadVersion::V2_0 => &[
-            ("", |_| true),
-            ("HasAns_", |q| q.has_ans),
-            ("NoAns_", |q| !q.has_ans),
-        ],
-    };
-    let mut out = Vec::new();
-    for &(prefix, keep) in groups {
-        let subset: Vec<&QuestionScore> = questions.iter().filter(|q| keep(q)).collect();
-        if subset.is_empty() {
-            continue;
-        }
-        let em: Vec<f64> = subset.iter().map(|q| q.em).collect();
-        let f1: Vec<f64> = subset.iter().map(|q| q.f1).collect();
-        let em_key = match (version, prefix) {
-            (squad::SquadVersion::V1_1, _) => "exact_match".to_string(),
-            _ => format!("{prefix}exact"),
-        };
-        out.push((em_key, stats::bootstrap_mean(&em, settings).scaled(100.0)));
-        out.push((
-            format!("{prefix}f1"),
-            stats::bootstrap_mean(&f1, settings).scaled(100.0),
-        ));
-    }
-    out
-}
-
 fn print_squad_table(summary: &Map<String, Value>, intervals: &Intervals, confidence: f64) {
     let ci: HashMap<&str, &Interval> = intervals.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let ci_header = format!("{:.0}% CI", confidence * 100.0);
@@ -331,65 +291,6 @@ fn print_squad_table(summary: &Map<String, Value>, intervals: &Intervals, confid
     print_table(&["metric", "value", &ci_header], &rows);
 }
 
-fn squad_report(
-    data: &Path,
-    evaluation: &squad::Evaluation,
-    intervals: &Intervals,
-    confidence: f64,
-    threshold: f64,
-) -> Report {
-    let mut report = Report::new(format!("SQuAD evaluation: {}", data.display()));
-    let headline: Vec<Metric> = intervals
-        .iter()
-        .map(|(name, interval)| Metric::with_interval(name.clone(), *interval))
-        .collect();
-    report.metrics("Headline metrics", &headline, confidence);
-    let rows: Vec<Vec<String>> = evaluation
-        .summary
-        .iter()
-        .map(|(k, v)| vec![k.clone(), v.to_string()])
-        .collect();
-    report.table("Official output", &["key", "value"], &rows);
-    let f1: Vec<f64> = evaluation.questions.iter().map(|q| q.f1).collect();
-    report.histogram("F1 per question", &f1, (0.0, 1.0), 20, "F1");
-    if evaluation.version == squad::SquadVersion::V2_0 {
-        breakdown(&mut report, &evaluation.questions, threshold);
-    }
-    report.note(&format!(
-        "{} questions. Intervals: percentile bootstrap over questions.",
-        evaluation.questions.len()
-    ));
-    report
-}
-
-/// HasAns/NoAns breakdown: how often the system answered, abstained, and was right.
-fn breakdown(report: &mut Report, questions: &[QuestionScore], threshold: f64) {
-    let row = |label: &str, has_ans: bool| {
-        let group: Vec<&QuestionScore> =
-            questions.iter().filter(|q| q.has_ans == has_ans).collect();
-        let abstained = group
-            .iter()
-            .filter(|q| {
-                q.prediction.as_deref() == Some("") || q.na_prob.is_some_and(|p| p > threshold)
-            })
-            .count();
-        let n = group.len().max(1) as f64;
-        vec![
-            label.to_string(),
-            group.len().to_string(),
-            (group.len() - abstained).to_string(),
-            abstained.to_string(),
-            fmt2(100.0 * group.iter().map(|q| q.em).sum::<f64>() / n),
-            fmt2(100.0 * group.iter().map(|q| q.f1).sum::<f64>() / n),
-        ]
-    };
-    report.table(
-        "HasAns / NoAns breakdown",
-        &["questions", "count", "answered", "abstained", "EM", "F1"],
-        &[row("HasAns", true), row("NoAns", false)],
-    );
-}
-
 fn rouge(args: RougeArgs) -> Result<()> {
     let items = rouge::read_items(&args.input)?;
     if items.is_empty() {
@@ -401,29 +302,7 @@ fn rouge(args: RougeArgs) -> Result<()> {
         .map(|i| scorer.score(&i.prediction, &i.references))
         .collect();
     let settings = args.output.bootstrap.settings();
-    type Pick = fn(&rouge::RougeScores) -> rouge::Score;
-    type Part = fn(rouge::Score) -> f64;
-    let types: [(&str, Pick); 4] = [
-        ("rouge1", |s| s.rouge1),
-        ("rouge2", |s| s.rouge2),
-        ("rougeL", |s| s.rouge_l),
-        ("rougeLsum", |s| s.rouge_lsum),
-    ];
-    let mut intervals = Intervals::new();
-    for (name, pick) in types {
-        let parts: [(&str, Part); 3] = [
-            ("precision", |s| s.precision),
-            ("recall", |s| s.recall),
-            ("fmeasure", |s| s.fmeasure),
-        ];
-        for (part, value) in parts {
-            let values: Vec<f64> = scores.iter().map(|s| value(pick(s))).collect();
-            intervals.push((
-                format!("{name}.{part}"),
-                stats::bootstrap_mean(&values, &settings),
-            ));
-        }
-    }
+    let intervals = summary::rouge_intervals(&scores, &settings);
     if let Some(path) = &args.per_item {
         let rows: Vec<Value> = items
             .iter()
@@ -433,25 +312,14 @@ fn rouge(args: RougeArgs) -> Result<()> {
         write_jsonl(path, &rows)?;
     }
     if let Some(path) = &args.output.html {
-        let mut report = Report::new(format!("ROUGE: {}", args.input.display()));
-        let headline: Vec<Metric> = intervals
-            .iter()
-            .filter(|(n, _)| n.ends_with(".fmeasure"))
-            .map(|(n, i)| Metric::with_interval(n.clone(), *i))
-            .collect();
-        report.metrics(
-            "Headline metrics (F-measure)",
-            &headline,
+        summary::rouge_report(
+            &args.input,
+            &scores,
+            &intervals,
             settings.confidence,
-        );
-        let f: Vec<f64> = scores.iter().map(|s| s.rouge_l.fmeasure).collect();
-        report.histogram("ROUGE-L F per item", &f, (0.0, 1.0), 20, "ROUGE-L F");
-        report.note(&format!(
-            "{} items; stemming {}.",
-            items.len(),
-            if args.stem { "on" } else { "off" }
-        ));
-        report.write(path)?;
+            args.stem,
+        )
+        .write(path)?;
     }
     print_intervals(
         args.output.json,
@@ -499,45 +367,12 @@ fn score_run(
         }
     }
     let settings = args.output.bootstrap.settings();
-    let intervals: Intervals = eval
-        .metric_names
-        .iter()
-        .map(|name| {
-            (
-                name.clone(),
-                stats::bootstrap_mean(&eval.values(name), &settings),
-            )
-        })
-        .collect();
+    let intervals = summary::ranking_intervals(&eval, &settings);
     if let Some(path) = &args.per_query {
         write_jsonl(path, &eval.queries)?;
     }
     if let Some(path) = &args.output.html {
-        let mut report = Report::new(format!("Retrieval evaluation: {}", run_path.display()));
-        let headline: Vec<Metric> = intervals
-            .iter()
-            .filter(|(name, _)| ["ndcg@10", "recall@100", "mrr@10", "map"].contains(&name.as_str()))
-            .map(|(name, i)| Metric::with_interval(name.clone(), *i))
-            .collect();
-        report.metrics("Headline metrics", &headline, settings.confidence);
-        let recall: Vec<(f64, f64)> = eval
-            .ks
-            .iter()
-            .map(|&k| (k as f64, mean_of(&intervals, &format!("recall@{k}"))))
-            .collect();
-        report.curve("Recall@k", &recall, 1.0, "k", "recall");
-        report.histogram(
-            "nDCG@10 per query",
-            &eval.values("ndcg@10"),
-            (0.0, 1.0),
-            20,
-            "nDCG@10",
-        );
-        report.note(&format!(
-            "{} queries evaluated. Metrics as trec_eval computes them.",
-            eval.num_evaluated()
-        ));
-        report.write(path)?;
+        summary::ranking_report(run_path, &eval, &intervals, settings.confidence).write(path)?;
     }
     print_intervals(
         args.output.json,
@@ -546,13 +381,6 @@ fn score_run(
         &intervals,
         settings.confidence,
     )
-}
-
-fn mean_of(intervals: &Intervals, name: &str) -> f64 {
-    intervals
-        .iter()
-        .find(|(n, _)| n == name)
-        .map_or(f64::NAN, |(_, i)| i.mean)
 }
 
 fn answer_containment(path: &Path, args: &RetrievalArgs) -> Result<()> {
@@ -567,47 +395,12 @@ fn score_answers(items: &[retrieval::AnswerItem], path: &Path, args: &RetrievalA
     }
     let recall = retrieval::answer_recall(items, args.max_k);
     let settings = args.output.bootstrap.settings();
-    let hits_at = |k: usize| -> Vec<f64> {
-        recall
-            .queries
-            .iter()
-            .map(|q| f64::from(u8::from(q.hit_at(k))))
-            .collect()
-    };
-    let mut intervals: Intervals = [1, 5, 10, 20, 50, 100]
-        .into_iter()
-        .filter(|&k| k <= args.max_k)
-        .map(|k| {
-            (
-                format!("recall@{k}"),
-                stats::bootstrap_mean(&hits_at(k), &settings),
-            )
-        })
-        .collect();
-    let rr: Vec<f64> = recall.queries.iter().map(|q| q.reciprocal_rank()).collect();
-    intervals.push(("mrr".into(), stats::bootstrap_mean(&rr, &settings)));
+    let intervals = summary::answer_recall_intervals(&recall, args.max_k, &settings);
     if let Some(out) = &args.per_query {
         write_jsonl(out, &recall.queries)?;
     }
     if let Some(out) = &args.output.html {
-        let mut report = Report::new(format!("Answer recall: {}", path.display()));
-        let headline: Vec<Metric> = intervals
-            .iter()
-            .map(|(n, i)| Metric::with_interval(n.clone(), *i))
-            .collect();
-        report.metrics("Headline metrics", &headline, settings.confidence);
-        let curve: Vec<(f64, f64)> = recall
-            .recall
-            .iter()
-            .enumerate()
-            .map(|(i, r)| ((i + 1) as f64, *r))
-            .collect();
-        report.curve("Answer recall@k", &curve, 1.0, "k", "recall");
-        report.note(&format!(
-            "{} questions. A passage is a hit when it contains a gold answer as a token sequence after SQuAD normalisation.",
-            recall.queries.len()
-        ));
-        report.write(out)?;
+        summary::answer_recall_report(path, &recall, &intervals, settings.confidence).write(out)?;
     }
     if args.output.json {
         let mut out = Map::new();

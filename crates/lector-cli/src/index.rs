@@ -4,8 +4,8 @@ use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_index::{AddOutcome, Bm25Params, Index, IndexSettings, IndexWriter, Stemmer};
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -183,7 +183,10 @@ fn add(args: AddArgs) -> Result<()> {
     let mut writer = IndexWriter::open_or_create(&dir, requested_settings(&args)?)?;
     check_existing(&args, writer.settings())?;
     if args.dense || writer.is_dense() {
-        let embedder = lector_pipeline::config::load_embedder(args.embedder.as_deref(), &crate::search::notify)?;
+        let embedder = lector_pipeline::config::load_embedder(
+            args.embedder.as_deref(),
+            &crate::search::notify,
+        )?;
         writer.set_embedder(Arc::new(embedder))?;
     }
     let walk = ingest::walk(&args.paths);

@@ -156,7 +156,8 @@ const EMBED_CHUNK: usize = 1024;
 
 fn embed(args: EmbedArgs) -> Result<()> {
     let texts = read_texts(&args.input)?;
-    let embedder = lector_pipeline::config::load_embedder(args.embedder.as_deref(), &crate::search::notify)?;
+    let embedder =
+        lector_pipeline::config::load_embedder(args.embedder.as_deref(), &crate::search::notify)?;
     let bar = indicatif::ProgressBar::new(texts.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -176,7 +177,9 @@ fn embed(args: EmbedArgs) -> Result<()> {
     }
     let seconds = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    write_npy(&args.out, &matrix, texts.len(), dim)?;
+    let npy = lector_models::npy::f32_matrix(&matrix, texts.len(), dim);
+    std::fs::write(&args.out, npy)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
     let rate = texts.len() as f64 / seconds.max(1e-9);
     if args.json {
         let out = serde_json::json!({"texts": texts.len(), "dim": dim, "seconds": seconds,
@@ -214,22 +217,4 @@ fn read_texts(path: &std::path::Path) -> Result<Vec<String>> {
             )
         })
         .collect()
-}
-
-/// Writes a C-order float32 matrix in NumPy's .npy format (version 1.0).
-fn write_npy(path: &std::path::Path, data: &[f32], rows: usize, cols: usize) -> Result<()> {
-    let mut header =
-        format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
-    // Magic (6) + version (2) + header length (2) + header + newline: a multiple of 64 bytes.
-    let unpadded = 10 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
-    header.push('\n');
-    let mut bytes = Vec::with_capacity(10 + header.len() + data.len() * 4);
-    bytes.extend_from_slice(b"\x93NUMPY\x01\x00");
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    for v in data {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }

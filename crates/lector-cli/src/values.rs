@@ -26,7 +26,9 @@ pub fn seconds(text: &str) -> Result<f64, String> {
     if value > 0.0 && value <= MAX_SECONDS {
         Ok(value)
     } else {
-        Err(format!("must be more than 0 and at most {MAX_SECONDS} seconds"))
+        Err(format!(
+            "must be more than 0 and at most {MAX_SECONDS} seconds"
+        ))
     }
 }
 
@@ -36,7 +38,9 @@ pub fn megabytes(text: &str) -> Result<f64, String> {
     if value > 0.0 && value <= MAX_MEGABYTES {
         Ok(value)
     } else {
-        Err(format!("must be more than 0 and at most {MAX_MEGABYTES} MB"))
+        Err(format!(
+            "must be more than 0 and at most {MAX_MEGABYTES} MB"
+        ))
     }
 }
 

@@ -4,6 +4,7 @@
 //! - [`rouge`]: ROUGE-1/2/L/Lsum identical to Google's `rouge-score` package.
 //! - [`retrieval`]: trec_eval-compatible ranking metrics and answer-containment recall.
 //! - [`stats`]: bootstrap confidence intervals and paired significance tests.
+//! - [`summary`]: headline metrics with intervals and the HTML report of each evaluation.
 //! - [`paired`]: two systems' per-question scores paired by question id.
 //! - [`report`]: self-contained HTML reports with inline SVG charts.
 //! - [`data`]: where the shared evaluation data lives (one place for tests and benchmarks).
@@ -18,5 +19,6 @@ pub mod retrieval;
 pub mod rouge;
 pub mod squad;
 pub mod stats;
+pub mod summary;
 
 pub use error::{Error, Result};

@@ -41,6 +41,12 @@ pub enum Error {
     /// A forward pass failed (shapes, memory).
     #[error("model computation failed: {0}")]
     Compute(#[from] candle_core::Error),
+    /// Answering one question of an evaluation failed.
+    #[error("question `{id}`: {source}")]
+    Question { id: String, source: Box<Error> },
+    /// Evaluation data could not be read or scored.
+    #[error(transparent)]
+    Eval(#[from] lector_eval::Error),
     /// An OpenAI-compatible endpoint could not be reached or answered with an error.
     #[error("{url}: {message}")]
     Endpoint { url: String, message: String },

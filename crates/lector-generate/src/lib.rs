@@ -29,6 +29,7 @@
 pub mod attend;
 pub mod decode;
 pub mod error;
+pub mod evaluate;
 pub mod gguf;
 pub mod grounded;
 pub mod local;

@@ -23,6 +23,7 @@ pub mod hub;
 mod kernels;
 mod layers;
 mod matmul;
+pub mod npy;
 mod packed_gemm;
 pub mod qa;
 pub mod registry;

@@ -62,7 +62,9 @@ impl RetrievalConfig {
         options.bm25.validate().map_err(Error::Options)?;
         if let Fusion::Rrf { k } = self.fusion {
             if !(k >= 0.0 && k.is_finite()) {
-                return Err(Error::Options("the RRF k must be a non-negative number".into()));
+                return Err(Error::Options(
+                    "the RRF k must be a non-negative number".into(),
+                ));
             }
         }
         options.fusion = self.fusion.clone();
@@ -80,7 +82,10 @@ impl RetrievalConfig {
         if index.dense_meta().is_none() {
             return Ok(None);
         }
-        Ok(Some(Arc::new(load_embedder(self.embedder.as_deref(), notify)?)))
+        Ok(Some(Arc::new(load_embedder(
+            self.embedder.as_deref(),
+            notify,
+        )?)))
     }
 
     /// The search options for `index` and, when the mode is dense, the embedder for its queries

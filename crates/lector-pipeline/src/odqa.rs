@@ -18,9 +18,10 @@ use lector_eval::normalize::normalize_answer;
 use lector_eval::report::{Metric, Report};
 use lector_eval::retrieval::{self, AnswerItem, AnswerRecall, Passage};
 use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore, SquadVersion};
-use lector_eval::stats::{self, Bootstrap, Interval};
+use lector_eval::stats::{self, Bootstrap};
+use lector_eval::summary::Intervals;
 use lector_index::{Embedder, IndexSettings, IndexWriter, Mode};
-use lector_reader::{Query, ReadParams};
+use lector_reader::{Query, ReadParams, Reader};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -50,9 +51,6 @@ pub const OUTCOMES: [(Outcome, &str); 4] = [
     (Outcome::RankingMiss, "ranking miss"),
     (Outcome::ReadingMiss, "reading miss"),
 ];
-
-/// Named metrics with their intervals, in percent.
-pub type Intervals = Vec<(String, Interval)>;
 
 /// Everything measured on one question set.
 pub struct OdqaResults {
@@ -279,38 +277,47 @@ pub fn gold_queries(dataset: &Dataset) -> Vec<Query<'_>> {
         .collect()
 }
 
-/// The reader alone on each question's gold paragraph, as `lector read` answers it.
+/// The reader alone on each question's gold paragraph, as `lector read` answers it: its answers
+/// and their scores. `progress` gets the number of questions read.
+pub fn read_gold(
+    reader: &Reader,
+    dataset: &Dataset,
+    progress: &mut dyn FnMut(usize),
+) -> Result<(Vec<String>, Vec<QuestionScore>)> {
+    let queries = gold_queries(dataset);
+    let predictions = reader.answer_batch(&queries, &ReadParams::default(), progress)?;
+    let answers: Vec<String> = predictions
+        .iter()
+        .map(|p| {
+            p.answers
+                .first()
+                .map_or(String::new(), |a| a.answer.clone())
+        })
+        .collect();
+    let map: squad::Predictions = dataset
+        .questions
+        .iter()
+        .zip(&answers)
+        .map(|(q, a)| (q.id.clone(), a.clone()))
+        .collect();
+    let scores = squad::evaluate(dataset, &map, &NoAnswer::default())?.questions;
+    Ok((answers, scores))
+}
+
 fn gold_paragraph_scores(
     pipeline: &Pipeline,
     dataset: &Dataset,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<QuestionScore>> {
-    let queries = gold_queries(dataset);
-    let total = queries.len();
-    let predictions =
-        pipeline
-            .reader()
-            .answer_batch(&queries, &ReadParams::default(), &mut |done| {
-                progress(Progress {
-                    stage: crate::Stage::ReadGold,
-                    done,
-                    total,
-                })
-            })?;
-    let answers: squad::Predictions = dataset
-        .questions
-        .iter()
-        .zip(&predictions)
-        .map(|(q, p)| {
-            (
-                q.id.clone(),
-                p.answers
-                    .first()
-                    .map_or(String::new(), |a| a.answer.clone()),
-            )
+    let total = dataset.questions.len();
+    let (_, scores) = read_gold(pipeline.reader(), dataset, &mut |done| {
+        progress(Progress {
+            stage: crate::Stage::ReadGold,
+            done,
+            total,
         })
-        .collect();
-    Ok(squad::evaluate(dataset, &answers, &NoAnswer::default())?.questions)
+    })?;
+    Ok(scores)
 }
 
 impl OdqaResults {
@@ -324,7 +331,10 @@ impl OdqaResults {
         OUTCOMES
             .iter()
             .map(|&(outcome, name)| {
-                (name, self.outcomes.iter().filter(|&&o| o == outcome).count())
+                (
+                    name,
+                    self.outcomes.iter().filter(|&&o| o == outcome).count(),
+                )
             })
             .collect()
     }

@@ -60,13 +60,10 @@ pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
         );
     }
     let retriever = index.retriever(&options, embedder.as_deref())?;
-    let (items, latencies) = ranking::answer_items(
-        retriever.as_ref(),
-        head,
-        &queries,
-        args.max_k,
-        &mut || progress.inc(1),
-    )?;
+    let (items, latencies) =
+        ranking::answer_items(retriever.as_ref(), head, &queries, args.max_k, &mut || {
+            progress.inc(1)
+        })?;
     progress.finish_and_clear();
     report_latency(&label, &latencies);
     if let Some(out) = &args.run_out {

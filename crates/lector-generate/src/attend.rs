@@ -29,17 +29,7 @@ pub struct AttendOne {
 
 /// Whether the AVX2 code runs here (for this head dimension).
 fn simd(dim: usize) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        dim.is_multiple_of(8)
-            && std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = dim;
-        false
-    }
+    dim.is_multiple_of(8) && lector_simd::features().avx2_fma
 }
 
 /// One query head over one chunk: `keys` and `values` hold the chunk's rows. Writes

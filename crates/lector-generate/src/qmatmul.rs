@@ -111,25 +111,13 @@ impl Isa {
 
     /// Whether this CPU runs the kernels of `self` (a cached feature lookup).
     pub fn is_supported(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            let avx2 = has!("avx2") && has!("fma") && has!("f16c");
-            match self {
-                Isa::Scalar => true,
-                Isa::Avx2 => avx2,
-                Isa::AvxVnni => avx2 && has!("avxvnni"),
-                Isa::Avx512Vnni => {
-                    avx2 && has!("avx512f")
-                        && has!("avx512bw")
-                        && has!("avx512vl")
-                        && has!("avx512vnni")
-                }
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            self == Isa::Scalar
+        let cpu = lector_simd::features();
+        let avx2 = cpu.avx2_fma && cpu.f16c;
+        match self {
+            Isa::Scalar => true,
+            Isa::Avx2 => avx2,
+            Isa::AvxVnni => avx2 && cpu.avx_vnni,
+            Isa::Avx512Vnni => avx2 && cpu.avx512_vnni,
         }
     }
 

@@ -28,17 +28,12 @@ macro_rules! multiversion {
                 fn v3($($arg: $ty),*) {
                     generic($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("avx512dq")
-                    && std::arch::is_x86_feature_detected!("avx512bw")
-                {
+                let cpu = lector_simd::features();
+                if cpu.avx512 {
                     // SAFETY: the CPU has the features `v4` is compiled for.
                     return unsafe { v4($($arg),*) };
                 }
-                if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-                {
+                if cpu.avx2_fma {
                     // SAFETY: the CPU has the features `v3` is compiled for.
                     return unsafe { v3($($arg),*) };
                 }

@@ -268,25 +268,11 @@ unsafe fn convert_avx512(a: &[f32], pairs: &mut [u32]) -> usize {
 }
 
 fn bf16_supported() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512bf16")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    lector_simd::features().avx512_bf16
 }
 
 fn supported() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    lector_simd::features().avx512
 }
 
 /// One microkernel call's operands: `rows x kc` of `a` (row stride `lda`), a `kc x NR` panel

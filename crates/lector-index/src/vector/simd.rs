@@ -11,8 +11,8 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     debug_assert_eq!(a.len(), b.len());
     #[cfg(target_arch = "x86_64")]
     {
-        // The macro caches the CPUID answer in a static: one relaxed load per call.
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+        // Detected once (lector-simd): one load per call.
+        if lector_simd::features().avx2_fma {
             // SAFETY: the CPU supports the features the kernel is compiled for.
             return unsafe { dot_avx2(a, b) };
         }
@@ -176,7 +176,7 @@ mod tests {
             let mut kernels: Vec<(&str, f32)> =
                 vec![("dot", dot(&a, &b)), ("portable", dot_portable(&a, &b))];
             #[cfg(target_arch = "x86_64")]
-            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            if lector_simd::features().avx2_fma {
                 kernels.push(("avx2", unsafe { dot_avx2(&a, &b) }));
             }
             #[cfg(target_arch = "aarch64")]

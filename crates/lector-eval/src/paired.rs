@@ -19,14 +19,24 @@ pub fn read_scores(path: &Path, metric: &str) -> Result<Vec<(String, f64)>> {
             let id = match line.get("id") {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Number(n)) => n.to_string(),
-                _ => return Err(invalid(path, format!("record {record}: no string `id` field"))),
+                _ => {
+                    return Err(invalid(
+                        path,
+                        format!("record {record}: no string `id` field"),
+                    ))
+                }
             };
             let value = match line.get(metric) {
                 Some(Value::Bool(b)) => f64::from(u8::from(*b)),
                 Some(v) => v.as_f64().ok_or_else(|| {
                     invalid(path, format!("record {record}: `{metric}` is not a number"))
                 })?,
-                None => return Err(invalid(path, format!("record {record}: no `{metric}` field"))),
+                None => {
+                    return Err(invalid(
+                        path,
+                        format!("record {record}: no `{metric}` field"),
+                    ))
+                }
             };
             Ok((id, value))
         })

@@ -9,7 +9,7 @@
 //! script's rule; the v2.0 script would crash on it). [`Evaluation::missing`] lists such questions.
 
 use crate::error::Result;
-use crate::input::{invalid, read_json, read_json_entries};
+use crate::input::{invalid, parse_json, read_json, read_json_entries};
 use crate::normalize::{normalize_answer, tokens_of};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
@@ -53,56 +53,74 @@ pub struct Dataset {
     pub questions: Vec<Question>,
 }
 
-// The file layout; fields the scripts do not read (answer_start, is_impossible, ...) are ignored.
-#[derive(Deserialize)]
-struct RawFile {
-    version: Option<String>,
-    data: Option<Vec<RawArticle>>,
+/// A SQuAD file as written: articles, their paragraphs and questions. The one SQuAD parser of
+/// lector: evaluation reads questions from it, ingestion reads paragraphs. Fields the official
+/// scripts do not read (answer_start, is_impossible, ...) are ignored.
+#[derive(Debug, Deserialize)]
+pub struct SquadFile {
+    pub version: Option<String>,
+    pub data: Option<Vec<Article>>,
 }
 
-#[derive(Deserialize)]
-struct RawArticle {
+/// One article: a title and its paragraphs.
+#[derive(Debug, Deserialize)]
+pub struct Article {
     #[serde(default)]
-    title: String,
-    paragraphs: Vec<RawParagraph>,
+    pub title: String,
+    pub paragraphs: Vec<Paragraph>,
 }
 
-#[derive(Deserialize)]
-struct RawParagraph {
-    context: String,
-    qas: Vec<RawQuestion>,
-}
-
-#[derive(Deserialize)]
-struct RawQuestion {
-    id: String,
+/// One paragraph and the questions asked about it.
+#[derive(Debug, Deserialize)]
+pub struct Paragraph {
+    pub context: String,
     #[serde(default)]
-    question: String,
+    pub qas: Vec<Qa>,
+}
+
+/// One question with its gold answers.
+#[derive(Debug, Deserialize)]
+pub struct Qa {
+    pub id: String,
+    #[serde(default)]
+    pub question: String,
     // Question files for `lector read` may carry no answers; they then score as unanswerable.
     #[serde(default)]
-    answers: Vec<RawAnswer>,
+    pub answers: Vec<GoldAnswer>,
 }
 
-#[derive(Deserialize)]
-struct RawAnswer {
-    text: String,
+/// A gold answer's text.
+#[derive(Debug, Deserialize)]
+pub struct GoldAnswer {
+    pub text: String,
+}
+
+/// Parses the SQuAD file `text` (read from `path`, named in errors); errors name the line.
+pub fn parse_file(path: &Path, text: &str) -> Result<SquadFile> {
+    parse_json(path, text, 0)
+}
+
+impl SquadFile {
+    /// The articles; an error naming `path` when the top level has no `data` array.
+    pub fn into_articles(self, path: &Path) -> Result<Vec<Article>> {
+        self.data.ok_or_else(|| {
+            invalid(
+                path,
+                "no `data` array at the top level: not a SQuAD dataset",
+            )
+        })
+    }
 }
 
 /// Reads a SQuAD json file (`{"version", "data": [{"title", "paragraphs": [{"context", "qas"}]}]}`).
 pub fn read_dataset(path: &Path) -> Result<Dataset> {
-    let raw: RawFile = read_json(path)?;
-    let version = match raw.version.as_deref() {
+    let file: SquadFile = read_json(path)?;
+    let version = match file.version.as_deref() {
         Some("1.1") => SquadVersion::V1_1,
         _ => SquadVersion::V2_0,
     };
-    let articles = raw.data.ok_or_else(|| {
-        invalid(
-            path,
-            "no `data` array at the top level: not a SQuAD dataset",
-        )
-    })?;
     let mut questions = Vec::new();
-    for article in articles {
+    for article in file.into_articles(path)? {
         let title: Arc<str> = article.title.into();
         for paragraph in article.paragraphs {
             let context: Arc<str> = paragraph.context.into();

@@ -1,0 +1,77 @@
+//! The unit of ingestion: a document with an id, optional title/date/metadata and its text.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// A document to index. Its `id` is unique within an index: adding another document with the same
+/// id replaces it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Document {
+    /// Unique id (for plain files: the path relative to the argument given to `index add`).
+    pub id: String,
+    /// Optional title; indexed with every passage of the document.
+    pub title: Option<String>,
+    /// The text that passages are cut from; passage offsets index into it.
+    pub text: String,
+    /// Optional date, kept verbatim (no calendar parsing).
+    pub date: Option<String>,
+    /// Optional free-form metadata, kept as JSON.
+    pub metadata: Option<serde_json::Value>,
+}
+
+/// A 128-bit content digest: documents with equal digests are treated as unchanged.
+pub type ContentHash = [u8; 16];
+
+impl Document {
+    /// A document with only an id and a text.
+    pub fn new(id: impl Into<String>, text: impl Into<String>) -> Self {
+        Document {
+            id: id.into(),
+            title: None,
+            text: text.into(),
+            date: None,
+            metadata: None,
+        }
+    }
+
+    /// SHA-256 (truncated to 128 bits) over every field but the id. Each field is length-prefixed
+    /// so that moving text between fields changes the digest.
+    pub fn content_hash(&self) -> ContentHash {
+        let mut hasher = Sha256::new();
+        let metadata = self.metadata.as_ref().map(|m| m.to_string());
+        for field in [
+            self.title.as_deref(),
+            Some(self.text.as_str()),
+            self.date.as_deref(),
+            metadata.as_deref(),
+        ] {
+            match field {
+                Some(value) => {
+                    hasher.update([1u8]);
+                    hasher.update((value.len() as u64).to_le_bytes());
+                    hasher.update(value.as_bytes());
+                }
+                None => hasher.update([0u8]),
+            }
+        }
+        let digest = hasher.finalize();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&digest[..16]);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_depends_on_content_not_id() {
+        let a = Document::new("a", "same text");
+        let b = Document::new("b", "same text");
+        assert_eq!(a.content_hash(), b.content_hash());
+        let mut c = a.clone();
+        c.title = Some(String::new());
+        assert_ne!(a.content_hash(), c.content_hash());
+    }
+}

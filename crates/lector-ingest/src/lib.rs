@@ -1,0 +1,51 @@
+//! lector-ingest: reading documents from files and folders, within size limits.
+//!
+//! | extension | documents |
+//! | --- | --- |
+//! | `.txt`, `.text` | one per file: the file's text; id = path relative to the argument |
+//! | `.md`, `.markdown` | one per file, text kept verbatim (offsets map to the file); title = first `# ` heading |
+//! | `.html`, `.htm` | one per file: visible text ([`html`], an HTML5 parser); title = `<title>` |
+//! | `.jsonl` | one per line: `{id, title?, text, date?, metadata?}`, or BEIR `{_id, title, text}` |
+//! | `.json` | a SQuAD dataset: one per paragraph, id `<article title>#<paragraph index>` |
+//!
+//! Folders are walked recursively in byte order of names ([`walk`]); hidden entries (`.name`)
+//! and symbolic links to folders are skipped (no cycles), dangling links are errors, files with
+//! other extensions are listed as ignored. A bad file or line becomes an [`Item::Invalid`] naming
+//! the file and line, so callers may skip it or stop.
+//!
+//! Memory is bounded by [`IngestOptions::max_document_bytes`] before anything is read: a
+//! whole-file format larger than the limit is refused by its size, and a JSONL line longer than
+//! the limit is refused (as an invalid item for that line) without being stored.
+//!
+//! This crate does not depend on the index: the index takes the [`Document`]s it yields.
+//!
+//! # Example
+//!
+//! ```
+//! use lector_ingest::{read_file, walk, IngestOptions, Item};
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::write(dir.path().join("a.html"), "<title>A</title><p>Hello &hellip;").unwrap();
+//! let found = walk(&[dir.path().to_path_buf()]);
+//! let mut docs = Vec::new();
+//! read_file(&found.files[0], &IngestOptions::default(), &mut |item, _| {
+//!     if let Item::Document(doc) = item {
+//!         docs.push(doc);
+//!     }
+//!     Ok(())
+//! })
+//! .unwrap();
+//! assert_eq!((docs[0].id.as_str(), docs[0].text.as_str()), ("a.html", "Hello …"));
+//! ```
+
+pub mod document;
+mod error;
+pub mod html;
+mod jsonl;
+mod read;
+mod squad;
+mod walk;
+
+pub use document::{ContentHash, Document};
+pub use error::{Error, Result};
+pub use read::{read_file, IngestOptions, Item, DEFAULT_MAX_DOCUMENT_BYTES};
+pub use walk::{walk, Format, SourceFile, Walk};

@@ -1,0 +1,184 @@
+//! Turning one file into documents, within the size limit.
+//!
+//! Every path is bounded before it reads: whole-file formats (text, Markdown, HTML, SQuAD) check
+//! the file's size against the limit first, and JSONL reads one bounded line at a time.
+
+use crate::document::Document;
+use crate::error::{invalid, io, Error, Result};
+use crate::walk::{Format, SourceFile};
+use crate::{html, jsonl, squad};
+use std::io::Read;
+use std::path::Path;
+
+/// Documents with more text than this are refused by default (128 MiB).
+pub const DEFAULT_MAX_DOCUMENT_BYTES: usize = 128 << 20;
+
+/// Limits applied while reading.
+#[derive(Debug, Clone, Copy)]
+pub struct IngestOptions {
+    /// The largest document accepted, in bytes: its text, the file it is read from (for
+    /// whole-file formats) and its JSONL line.
+    pub max_document_bytes: usize,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES,
+        }
+    }
+}
+
+/// What reading a file yields, one at a time.
+#[derive(Debug)]
+pub enum Item {
+    /// A document ready to index.
+    Document(Document),
+    /// A file or line that could not be turned into a document, and why.
+    Invalid(Error),
+}
+
+/// Reads the documents of `file`, calling `emit(item, bytes_read_so_far)` for each; an error
+/// returned by `emit` stops reading and is returned. A bad file or line is an [`Item::Invalid`]
+/// (emitted, not returned), so the caller decides whether to skip it or stop.
+pub fn read_file(
+    file: &SourceFile,
+    options: &IngestOptions,
+    emit: &mut dyn FnMut(Item, u64) -> Result<()>,
+) -> Result<()> {
+    match file.format {
+        Format::Jsonl => jsonl::read(file, options, emit),
+        Format::Squad => read_squad(file, options, emit),
+        Format::Text | Format::Markdown | Format::Html => {
+            let item = match read_plain(file, options) {
+                Ok(doc) => checked(doc, &file.path, None, options),
+                Err(err) => Item::Invalid(err),
+            };
+            emit(item, file.bytes)
+        }
+    }
+}
+
+fn read_squad(
+    file: &SourceFile,
+    options: &IngestOptions,
+    emit: &mut dyn FnMut(Item, u64) -> Result<()>,
+) -> Result<()> {
+    let docs = match read_utf8(&file.path, options).and_then(|t| squad::paragraphs(&t, &file.path))
+    {
+        Ok(docs) => docs,
+        Err(err) => return emit(Item::Invalid(err), file.bytes),
+    };
+    let n = docs.len() as u64;
+    for (i, doc) in docs.into_iter().enumerate() {
+        // Progress in proportion to paragraphs done: the file is parsed as a whole.
+        emit(
+            checked(doc, &file.path, None, options),
+            file.bytes * (i as u64 + 1) / n,
+        )?;
+    }
+    Ok(())
+}
+
+/// Empty and oversized documents become invalid items.
+pub(crate) fn checked(
+    doc: Document,
+    path: &Path,
+    line: Option<usize>,
+    options: &IngestOptions,
+) -> Item {
+    if doc.text.trim().is_empty() {
+        return Item::Invalid(invalid(
+            path,
+            line,
+            format!("document `{}` has no text", doc.id),
+        ));
+    }
+    if doc.text.len() > options.max_document_bytes {
+        let message = format!(
+            "document `{}` has {} of text, {}",
+            doc.id,
+            human_size(doc.text.len() as u64),
+            over_limit(options)
+        );
+        return Item::Invalid(invalid(path, line, message));
+    }
+    Item::Document(doc)
+}
+
+/// The end of every "too large" message: the limit and how to change it.
+pub(crate) fn over_limit(options: &IngestOptions) -> String {
+    format!(
+        "above the limit of {} per document (raise it with --max-doc-mb)",
+        human_size(options.max_document_bytes as u64)
+    )
+}
+
+/// Bytes as people read them: `900 bytes`, `12.5 KiB`, `3.0 MiB`.
+pub(crate) fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b < 1 << 10 => format!("{b} bytes"),
+        b if b < 1 << 20 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{:.1} MiB", b as f64 / 1048576.0),
+    }
+}
+
+/// The file's bytes, refused before reading when it is larger than the limit. Reads at most one
+/// byte past the limit, so a file that grows after the check is refused too.
+fn read_capped(path: &Path, options: &IngestOptions) -> Result<Vec<u8>> {
+    let handle = std::fs::File::open(path).map_err(io(path))?;
+    let limit = options.max_document_bytes as u64;
+    let size = handle.metadata().map_err(io(path))?.len();
+    let too_large = |bytes: u64| {
+        let message = format!("file has {}, {}", human_size(bytes), over_limit(options));
+        invalid(path, None, message)
+    };
+    if size > limit {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    handle
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io(path))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// The file's text (size-capped), or an error naming the line of the first invalid byte.
+fn read_utf8(path: &Path, options: &IngestOptions) -> Result<String> {
+    let bytes = read_capped(path, options)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        invalid(path, Some(line), format!("invalid UTF-8 at byte {at}"))
+    })
+}
+
+fn read_plain(file: &SourceFile, options: &IngestOptions) -> Result<Document> {
+    let raw = read_utf8(&file.path, options)?;
+    let (title, text) = match file.format {
+        Format::Html => {
+            let page = html::extract(&raw);
+            (page.title, page.text)
+        }
+        Format::Markdown => (markdown_title(&raw), raw),
+        _ => (None, raw),
+    };
+    Ok(Document {
+        id: file.id.clone(),
+        title,
+        text,
+        date: None,
+        metadata: None,
+    })
+}
+
+fn markdown_title(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("# "))
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+}

@@ -1,0 +1,134 @@
+//! Finding the files to read under the paths given: folders recursively, in byte order of names.
+
+use crate::error::{invalid, Error};
+use std::path::{Path, PathBuf};
+
+/// How a file is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Plain text.
+    Text,
+    /// Markdown, kept verbatim.
+    Markdown,
+    /// HTML, reduced to its visible text.
+    Html,
+    /// JSON lines, one document per line.
+    Jsonl,
+    /// A SQuAD dataset, one document per paragraph.
+    Squad,
+}
+
+impl Format {
+    /// The format of a file by its extension, if lector reads it.
+    pub fn of(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "txt" | "text" => Format::Text,
+            "md" | "markdown" => Format::Markdown,
+            "html" | "htm" => Format::Html,
+            "jsonl" => Format::Jsonl,
+            "json" => Format::Squad,
+            _ => return None,
+        })
+    }
+}
+
+/// A file to read.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Where it is.
+    pub path: PathBuf,
+    /// Its path relative to the argument it was found under (the id of a plain-file document).
+    pub id: String,
+    /// Its size in bytes when walked (for progress).
+    pub bytes: u64,
+    /// How it is read.
+    pub format: Format,
+}
+
+/// The result of walking the arguments of `index add`.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Files to read, in walk order.
+    pub files: Vec<SourceFile>,
+    /// Files skipped because lector does not read their extension.
+    pub ignored: Vec<PathBuf>,
+    /// Paths that could not be read (missing, permission denied).
+    pub errors: Vec<Error>,
+}
+
+/// Lists the readable files under `paths` (files or folders).
+pub fn walk(paths: &[PathBuf]) -> Walk {
+    let mut out = Walk::default();
+    for root in paths {
+        match std::fs::metadata(root) {
+            Ok(meta) if meta.is_dir() => walk_dir(root, root, &mut out),
+            Ok(meta) => add_file(
+                root,
+                root.parent().unwrap_or(Path::new("")),
+                meta.len(),
+                true,
+                &mut out,
+            ),
+            Err(source) => out.errors.push(Error::Io {
+                path: root.clone(),
+                source,
+            }),
+        }
+    }
+    out
+}
+
+fn walk_dir(root: &Path, dir: &Path, out: &mut Walk) {
+    let entries = match std::fs::read_dir(dir).and_then(|e| e.collect::<std::io::Result<Vec<_>>>())
+    {
+        Ok(entries) => entries,
+        Err(source) => {
+            return out.errors.push(Error::Io {
+                path: dir.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .iter()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    for path in paths {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => walk_dir(root, &path, out),
+            Ok(meta) if meta.file_type().is_symlink() => match std::fs::metadata(&path) {
+                Ok(target) if target.is_file() => add_file(&path, root, target.len(), false, out),
+                Ok(_) => out.ignored.push(path),
+                Err(source) => out.errors.push(Error::Io { path, source }),
+            },
+            Ok(meta) => add_file(&path, root, meta.len(), false, out),
+            Err(source) => out.errors.push(Error::Io { path, source }),
+        }
+    }
+}
+
+fn add_file(path: &Path, root: &Path, bytes: u64, explicit: bool, out: &mut Walk) {
+    let Some(format) = Format::of(path) else {
+        if explicit {
+            out.errors.push(invalid(
+                path,
+                None,
+                "unsupported file type (txt, md, html, jsonl, json)",
+            ));
+        } else {
+            out.ignored.push(path.to_path_buf());
+        }
+        return;
+    };
+    let relative = path.strip_prefix(root).unwrap_or(path);
+    let id = relative.to_string_lossy().replace('\\', "/");
+    out.files.push(SourceFile {
+        path: path.to_path_buf(),
+        id,
+        bytes,
+        format,
+    });
+}

@@ -13,6 +13,13 @@
 //! | `GET /metrics` | Prometheus metrics |
 //! | `GET /openapi.json` | the OpenAPI 3 description of these routes |
 //!
+//! Every request passes [`access`]: its `Host` must name this server and its `Origin`, when
+//! present, be the server's own (403 otherwise, against DNS rebinding and cross-site pages),
+//! `POST` bodies must be JSON (415), and with an API key every route but `/healthz` and the
+//! page needs it (401). Without a key, [`serve`] refuses addresses beyond loopback unless
+//! [`Config::insecure_no_auth`] is set. Metric labels are bounded: unmatched paths are
+//! `unmatched` and made-up methods `other`.
+//!
 //! Reading and generating are CPU work on tokio's blocking pool behind a bounded gate ([`limit`]);
 //! a generation stops when its client goes away ([`stream`]). Without a generator
 //! ([`AppState::with_generator`]), generative asks and chat completions get 501. Document
@@ -20,6 +27,7 @@
 //! commit, later requests see the new documents (the pipeline's index is swapped for the
 //! writer's new snapshot, see [`state`]).
 
+pub mod access;
 pub mod api;
 pub mod chat;
 pub mod error;
@@ -29,12 +37,13 @@ pub mod metrics;
 pub mod state;
 pub mod stream;
 
+pub use access::ApiKey;
 pub use error::{ApiError, Error};
 pub use limit::Limits;
 pub use state::{AppState, Config, SharedEmbedder};
 
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -49,8 +58,9 @@ pub const PAGE: &str = include_str!("../assets/index.html");
 /// The OpenAPI 3 document.
 pub const OPENAPI: &str = include_str!("../assets/openapi.json");
 
-/// Every route with its middleware: metrics (outermost, so refusals count too), then the API
-/// key check, then per-route body limits.
+/// Every route with its middleware: metrics (outermost, so refusals count too), the `Host`
+/// and `Origin` checks, the API key check, the JSON-only rule for bodies, then per-route body
+/// limits (see [`access`]).
 pub fn router(state: Arc<AppState>) -> Router {
     let limits = state.gate.limits();
     Router::new()
@@ -77,18 +87,32 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/openapi.json", get(openapi))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), authorize))
+        .layer(middleware::from_fn(access::require_json))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            access::authorize,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            access::check_host_and_origin,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), record))
         .with_state(state)
 }
 
 /// Serves on `listener` until `shutdown` completes, then lets requests in flight finish and
-/// closes the index writer (committing anything staged). Returns the final commit.
+/// closes the index writer (committing anything staged). Returns the final commit. Refuses
+/// ([`Error::Exposed`]) to serve beyond loopback without an API key unless
+/// [`Config::insecure_no_auth`] is set.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Option<CommitInfo>, Error> {
+    let addr = listener.local_addr()?;
+    let config = &state.config;
+    access::check_exposure(addr, config.api_key.as_ref(), config.insecure_no_auth)?;
+    state.set_bound(addr.ip());
     axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(shutdown)
         .await?;
@@ -152,44 +176,6 @@ pub fn is_openai_route(path: &str) -> bool {
     path.starts_with("/v1/chat/")
 }
 
-/// Routes that never need the API key: the liveness probe, and the page (static, no data; it
-/// asks for the key and sends it with its API calls).
-fn is_public(path: &str) -> bool {
-    path == "/healthz" || path == "/"
-}
-
-/// 401 unless the request carries `Authorization: Bearer <key>` (when a key is set).
-async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let Some(key) = &state.config.api_key else {
-        return next.run(request).await;
-    };
-    if is_public(request.uri().path()) {
-        return next.run(request).await;
-    }
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if given.is_some_and(|g| same(g.as_bytes(), key.as_bytes())) {
-        return next.run(request).await;
-    }
-    let mut response = ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "this server needs an API key: send `Authorization: Bearer <key>`",
-    )
-    .into_response_for(request.uri().path());
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
-}
-
-/// Equality in time independent of where the inputs differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// Counts the request and its latency under its route pattern.
 async fn record(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let start = Instant::now();
@@ -198,11 +184,11 @@ async fn record(State(state): State<Arc<AppState>>, request: Request, next: Next
         .get::<MatchedPath>()
         .map_or("unmatched", |p| p.as_str())
         .to_string();
-    let method = request.method().to_string();
+    let method = metrics::method_label(request.method());
     let response = next.run(request).await;
     state
         .metrics
-        .record(&route, &method, response.status().as_u16(), start.elapsed());
+        .record(&route, method, response.status().as_u16(), start.elapsed());
     response
 }
 
@@ -242,12 +228,5 @@ mod tests {
                 "unresolved schema {name}"
             );
         }
-    }
-
-    #[test]
-    fn compares_keys_fully() {
-        assert!(same(b"secret", b"secret"));
-        assert!(!same(b"secret", b"secreT"));
-        assert!(!same(b"secret", b"secret2"));
     }
 }

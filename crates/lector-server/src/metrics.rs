@@ -2,6 +2,7 @@
 //! status, a latency histogram per route, server errors, generations by how they finished and
 //! the tokens generated, the gate's load and the index's size.
 
+use axum::http::Method;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
@@ -46,6 +47,22 @@ struct Inner {
 #[derive(Default)]
 pub struct Metrics {
     inner: Mutex<Inner>,
+}
+
+/// The `method` label of a request: the methods the API uses or a client may probe with, else
+/// `other`, so that made-up methods cannot add series. (Routes are labelled by their matched
+/// pattern, and every unmatched path by `unmatched`, for the same reason.)
+pub fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
 }
 
 /// Gauges sampled when the metrics are rendered.
@@ -264,6 +281,16 @@ mod tests {
                 "missing `{line}` in\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn made_up_methods_share_one_label() {
+        assert_eq!(method_label(&Method::POST), "POST");
+        for made_up in ["FOO", "PROPFIND", "get"] {
+            let method = Method::from_bytes(made_up.as_bytes()).unwrap();
+            assert_eq!(method_label(&method), "other", "{made_up}");
+        }
+        assert_eq!(method_label(&Method::TRACE), "other");
     }
 
     #[test]

@@ -1,25 +1,46 @@
 //! What every request shares: the pipeline (index snapshot and reader), the index writer, the
 //! generator (optional), the gate, the metrics and the settings.
 
+use crate::access::ApiKey;
 use crate::error::ApiError;
 use crate::limit::{Gate, Limits};
 use crate::metrics::{Gauges, Metrics};
 use lector_generate::Generator;
 use lector_index::{CommitInfo, Embedder, Index, IndexWriter, SearchOptions};
 use lector_pipeline::Pipeline;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard};
 
 /// How the server is set up (everything but the socket).
 #[derive(Clone)]
 pub struct Config {
     /// Requests must carry `Authorization: Bearer <key>` (all routes but `/healthz` and the
     /// page, which holds no data and asks for the key).
-    pub api_key: Option<String>,
+    pub api_key: Option<ApiKey>,
+    /// Host names served besides loopback names and addresses and the bound address (e.g. the
+    /// name a reverse proxy forwards); requests naming another `Host`, or coming from a page of
+    /// another origin, get 403 (see [`crate::access`]).
+    pub allowed_hosts: Vec<String>,
+    /// Serve beyond loopback without an API key (refused otherwise).
+    pub insecure_no_auth: bool,
     /// Retrieval of requests that name no mode (and BM25 and fusion parameters for all).
     pub search: SearchOptions,
     /// Request limits.
     pub limits: Limits,
+}
+
+impl Config {
+    /// No API key, no extra hosts, with `search` and `limits`.
+    pub fn new(search: SearchOptions, limits: Limits) -> Self {
+        Config {
+            api_key: None,
+            allowed_hosts: Vec::new(),
+            insecure_no_auth: false,
+            search,
+            limits,
+        }
+    }
 }
 
 /// The shared state of a running server.
@@ -39,6 +60,8 @@ pub struct AppState {
     /// The settings.
     pub config: Config,
     read_only: bool,
+    /// The address the server listens on, once [`crate::serve`] knows it.
+    bound: OnceLock<IpAddr>,
     documents: AtomicUsize,
     passages: AtomicUsize,
     generation: AtomicU64,
@@ -69,6 +92,7 @@ impl AppState {
             gate: Gate::new(config.limits),
             metrics: Metrics::default(),
             config,
+            bound: OnceLock::new(),
             documents: AtomicUsize::new(0),
             passages: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
@@ -104,6 +128,16 @@ impl AppState {
     /// The embedder of a dense index.
     pub fn embedder(&self) -> Option<&dyn Embedder> {
         self.embedder.as_deref()
+    }
+
+    /// The address the server is bound to (none before [`crate::serve`] starts).
+    pub fn bound_ip(&self) -> Option<IpAddr> {
+        self.bound.get().copied()
+    }
+
+    /// Notes the address the server is bound to, for the `Host` check.
+    pub(crate) fn set_bound(&self, ip: IpAddr) {
+        let _ = self.bound.set(ip);
     }
 
     /// Whether document writes are refused.

@@ -1,8 +1,8 @@
 //! The server over real HTTP on a loopback port: the shipped reader, a real index on disk of the
 //! bundled sample (the first ten paragraphs of SQuAD v1.1 dev "Super Bowl 50").
 
-use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::{IndexSettings, IndexWriter, Mode, SearchOptions};
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_pipeline::Pipeline;
 use lector_reader::Reader;
 use lector_server::{AppState, Config, Limits};
@@ -42,11 +42,8 @@ impl Server {
         writer.commit().unwrap();
         let index = writer.committed().clone();
         let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
-        let config = Config {
-            api_key: api_key.map(str::to_string),
-            search: SearchOptions::for_index(&index, Mode::Bm25),
-            limits,
-        };
+        let mut config = Config::new(SearchOptions::for_index(&index, Mode::Bm25), limits);
+        config.api_key = api_key.map(|k| lector_server::ApiKey::new(k).unwrap());
         let pipeline = Pipeline::new(index, reader);
         let state = Arc::new(AppState::new(pipeline, Some(writer), None, config).unwrap());
         let runtime = tokio::runtime::Runtime::new().unwrap();

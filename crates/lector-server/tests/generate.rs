@@ -9,8 +9,8 @@ use lector_generate::{
     Decoding, FinishReason, GenerateOptions, Generation, Generator, LocalGenerator, Message,
     OpenAiConfig, OpenAiGenerator, Timings,
 };
-use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::{Document, IndexSettings, IndexWriter, Mode, SearchOptions};
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_pipeline::Pipeline;
 use lector_reader::Reader;
 use lector_server::{AppState, Config, Limits};
@@ -89,11 +89,8 @@ impl Server {
         writer.commit().unwrap();
         let index = writer.committed().clone();
         let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
-        let config = Config {
-            api_key: key.map(str::to_string),
-            search: SearchOptions::for_index(&index, Mode::Bm25),
-            limits,
-        };
+        let mut config = Config::new(SearchOptions::for_index(&index, Mode::Bm25), limits);
+        config.api_key = key.map(|k| lector_server::ApiKey::new(k).unwrap());
         let mut state =
             AppState::new(Pipeline::new(index, reader), Some(writer), None, config).expect("state");
         if let Some(generator) = generator {

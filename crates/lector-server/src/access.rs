@@ -1,0 +1,386 @@
+//! Who may talk to the server: the API key, the `Host` and `Origin` checks that keep web pages
+//! from driving a server on this machine, the JSON-only rule for request bodies, and the refusal
+//! to serve beyond this machine without a key.
+//!
+//! A web page can send requests to `http://127.0.0.1:8080` from the user's browser. A
+//! cross-site `fetch` with a `text/plain` body needs no CORS preflight, so every `POST` must be
+//! `application/json` (415 otherwise), which a page can only send cross-site after a preflight
+//! this server never approves. A request whose `Origin` is present and is not this server's
+//! own (the `Host` it was sent to, or an allowed host) gets 403. DNS rebinding (a page's own
+//! domain re-pointed at 127.0.0.1) makes the browser send that domain as `Host`, so the `Host`
+//! must be a loopback name or address, the address the server is bound to, any address when
+//! bound to all interfaces (an address cannot be rebound), or an allowed host.
+
+use crate::error::{ApiError, Error};
+use crate::state::AppState;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use sha2::{Digest, Sha256};
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+
+/// The environment variable an API key may come from.
+pub const API_KEY_ENV: &str = "LECTOR_API_KEY";
+
+/// A required API key, kept as its SHA-256 digest: requests are compared digest to digest in
+/// constant time, so neither the key's bytes nor its length leak through timing.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(..)")
+    }
+}
+
+impl ApiKey {
+    /// A key; an empty (or all-whitespace) one is refused rather than meaning "no key".
+    pub fn new(key: &str) -> Result<Self, Error> {
+        if key.trim().is_empty() {
+            return Err(Error::ApiKey("the API key is empty".into()));
+        }
+        Ok(ApiKey {
+            digest: sha256(key),
+        })
+    }
+
+    /// The key from `flag` (`--api-key`, visible to other users in `ps`), else from `file`
+    /// (`--api-key-file`, surrounding whitespace dropped), else from `$LECTOR_API_KEY` (unset
+    /// or empty: no key). Giving both the flag and the file is an error.
+    pub fn from_sources(flag: Option<&str>, file: Option<&Path>) -> Result<Option<Self>, Error> {
+        let env = match std::env::var(API_KEY_ENV) {
+            Ok(value) => Some(value),
+            Err(std::env::VarError::NotPresent) => None,
+            Err(std::env::VarError::NotUnicode(_)) => {
+                return Err(Error::ApiKey(format!("${API_KEY_ENV} is not UTF-8")))
+            }
+        };
+        resolve(flag, file, env.as_deref())
+    }
+
+    /// Whether `given` is the key.
+    pub fn matches(&self, given: &str) -> bool {
+        sha256(given)[..].ct_eq(&self.digest[..]).into()
+    }
+}
+
+fn sha256(text: &str) -> [u8; 32] {
+    let mut digest = [0u8; 32];
+    digest.copy_from_slice(&Sha256::digest(text.as_bytes()));
+    digest
+}
+
+fn resolve(
+    flag: Option<&str>,
+    file: Option<&Path>,
+    env: Option<&str>,
+) -> Result<Option<ApiKey>, Error> {
+    match (flag, file) {
+        (Some(_), Some(_)) => Err(Error::ApiKey(
+            "give the API key once: --api-key or --api-key-file, not both".into(),
+        )),
+        (Some(key), None) => ApiKey::new(key).map(Some),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                Error::ApiKey(format!(
+                    "cannot read the API key file {}: {e}",
+                    path.display()
+                ))
+            })?;
+            ApiKey::new(text.trim())
+                .map(Some)
+                .map_err(|_| Error::ApiKey(format!("the API key file {} is empty", path.display())))
+        }
+        (None, None) => match env.map(str::trim).filter(|k| !k.is_empty()) {
+            Some(key) => ApiKey::new(key).map(Some),
+            None => Ok(None),
+        },
+    }
+}
+
+/// Refuses to serve on `addr` beyond this machine without an API key, unless `insecure_no_auth`
+/// says so explicitly.
+pub fn check_exposure(
+    addr: SocketAddr,
+    api_key: Option<&ApiKey>,
+    insecure_no_auth: bool,
+) -> Result<(), Error> {
+    if addr.ip().is_loopback() || api_key.is_some() || insecure_no_auth {
+        Ok(())
+    } else {
+        Err(Error::Exposed(addr))
+    }
+}
+
+/// 401 unless the request carries `Authorization: Bearer <key>` (the scheme in any case), when
+/// a key is set; the liveness probe and the page need none.
+pub async fn authorize(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(key) = &state.config.api_key else {
+        return next.run(request).await;
+    };
+    if is_public(request.uri().path()) {
+        return next.run(request).await;
+    }
+    if bearer(request.headers()).is_some_and(|given| key.matches(given)) {
+        return next.run(request).await;
+    }
+    let mut response = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "this server needs an API key: send `Authorization: Bearer <key>`",
+    )
+    .into_response_for(request.uri().path());
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// Routes that never need the API key: the liveness probe, and the page (static, no data; it
+/// asks for the key and sends it with its API calls).
+fn is_public(path: &str) -> bool {
+    path == "/healthz" || path == "/"
+}
+
+/// The credentials of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+/// 415 for a `POST`, `PUT` or `PATCH` whose body is not declared `application/json`
+/// (parameters such as `charset` allowed).
+pub async fn require_json(request: Request, next: Next) -> Response {
+    let has_body = matches!(
+        *request.method(),
+        Method::POST | Method::PUT | Method::PATCH
+    );
+    if !has_body || is_json(request.headers()) {
+        return next.run(request).await;
+    }
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "the body must be JSON: send `Content-Type: application/json`",
+    )
+    .into_response_for(request.uri().path())
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or("").trim();
+    essence.eq_ignore_ascii_case("application/json")
+}
+
+/// 403 for a `Host` this server does not answer to, or an `Origin` that is not its own (see the
+/// module documentation).
+pub async fn check_host_and_origin(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let allowed = &state.config.allowed_hosts;
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    let refusal = match host {
+        Some(host) if !host_allowed(host, state.bound_ip(), allowed) => Some(format!(
+            "host `{host}` is not served here (allow it with --allowed-host)"
+        )),
+        _ => match headers.get(header::ORIGIN) {
+            Some(origin) if !origin_allowed(origin.to_str().unwrap_or(""), host, allowed) => {
+                Some(format!(
+                    "cross-origin requests are refused (origin `{}`)",
+                    origin.to_str().unwrap_or("?")
+                ))
+            }
+            _ => None,
+        },
+    };
+    match refusal {
+        None => next.run(request).await,
+        Some(message) => {
+            ApiError::new(StatusCode::FORBIDDEN, message).into_response_for(request.uri().path())
+        }
+    }
+}
+
+/// Whether a `Host` header (`name`, `name:port`, `[v6]:port`) names this server.
+fn host_allowed(host: &str, bound: Option<IpAddr>, allowed: &[String]) -> bool {
+    let name = host_name(host);
+    if name == "localhost" || in_allow_list(&name, allowed) {
+        return true;
+    }
+    match name
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        Ok(ip) => ip.is_loopback() || bound.is_some_and(|b| b == ip || b.is_unspecified()),
+        Err(_) => false,
+    }
+}
+
+/// Whether an `Origin` is this server's own: the authority it names is the `Host` the request
+/// was sent to, or its host is allowed. `null` (sandboxed frames, files) never is.
+fn origin_allowed(origin: &str, host: Option<&str>, allowed: &[String]) -> bool {
+    let Some((_, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    let same_origin = host.is_some_and(|h| h.eq_ignore_ascii_case(authority));
+    same_origin || in_allow_list(&host_name(authority), allowed)
+}
+
+fn in_allow_list(name: &str, allowed: &[String]) -> bool {
+    allowed.iter().any(|a| host_name(a) == name)
+}
+
+/// The host name of `host[:port]`, lower-cased, without a trailing dot; IPv6 keeps its brackets.
+fn host_name(host: &str) -> String {
+    let host = host.trim();
+    let name = if host.starts_with('[') {
+        host.split_inclusive(']').next().unwrap_or(host)
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            _ => host,
+        }
+    };
+    name.trim_end_matches('.').to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_compare_by_digest() {
+        let key = ApiKey::new("s3cret").unwrap();
+        assert!(key.matches("s3cret"));
+        for wrong in ["s3creT", "s3cret2", "s3cre", ""] {
+            assert!(!key.matches(wrong), "{wrong}");
+        }
+        assert!(ApiKey::new("  ").is_err());
+        assert_eq!(format!("{key:?}"), "ApiKey(..)", "Debug shows no key");
+    }
+
+    #[test]
+    fn the_key_comes_from_the_flag_a_file_or_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key");
+        std::fs::write(&file, "from-file\n").unwrap();
+        let key = |flag, file, env| resolve(flag, file, env).unwrap().unwrap();
+        assert!(key(Some("flag"), None, Some("env")).matches("flag"));
+        assert!(key(None, Some(file.as_path()), Some("env")).matches("from-file"));
+        assert!(key(None, None, Some("env")).matches("env"));
+        assert_eq!(resolve(None, None, Some("")).unwrap(), None);
+        assert_eq!(resolve(None, None, None).unwrap(), None);
+        assert!(resolve(Some("a"), Some(file.as_path()), None).is_err());
+        assert!(resolve(Some(""), None, None).is_err());
+        std::fs::write(&file, "\n").unwrap();
+        let err = resolve(None, Some(file.as_path()), None).unwrap_err();
+        assert!(err.to_string().contains("is empty"), "{err}");
+        let missing = dir.path().join("missing");
+        assert!(resolve(None, Some(missing.as_path()), None).is_err());
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        let mut headers = HeaderMap::new();
+        for value in ["Bearer k", "bearer k", "BEARER  k "] {
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            assert_eq!(bearer(&headers), Some("k"), "{value}");
+        }
+        headers.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic k"));
+        assert_eq!(bearer(&headers), None);
+    }
+
+    #[test]
+    fn hosts_are_loopback_the_bound_address_or_allowed() {
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let lan: IpAddr = "192.168.1.5".parse().unwrap();
+        let any: IpAddr = "0.0.0.0".parse().unwrap();
+        let allowed = vec!["Lector.Example.org".to_string()];
+        for host in [
+            "localhost:8080",
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "LOCALHOST",
+            "localhost.",
+        ] {
+            assert!(host_allowed(host, Some(lo), &[]), "{host}");
+        }
+        assert!(host_allowed("lector.example.org:443", Some(lo), &allowed));
+        assert!(host_allowed("192.168.1.5:8080", Some(lan), &[]));
+        assert!(!host_allowed("192.168.1.6:8080", Some(lan), &[]));
+        assert!(host_allowed("192.168.1.6:8080", Some(any), &[]));
+        for host in [
+            "evil.example:8080",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io",
+        ] {
+            assert!(!host_allowed(host, Some(any), &allowed), "{host}");
+        }
+    }
+
+    #[test]
+    fn origins_must_be_the_servers_own() {
+        let host = Some("127.0.0.1:8080");
+        assert!(origin_allowed("http://127.0.0.1:8080", host, &[]));
+        for origin in [
+            "http://127.0.0.1:9090",
+            "http://localhost:8080",
+            "https://evil.example",
+            "null",
+            "",
+        ] {
+            assert!(!origin_allowed(origin, host, &[]), "{origin}");
+        }
+        let allowed = vec!["lector.example.org".to_string()];
+        assert!(origin_allowed("https://lector.example.org", host, &allowed));
+    }
+
+    #[test]
+    fn json_content_types_with_parameters_pass() {
+        let mut headers = HeaderMap::new();
+        assert!(!is_json(&headers));
+        for (value, json) in [
+            ("application/json", true),
+            ("Application/JSON; charset=utf-8", true),
+            ("text/plain", false),
+            ("application/x-www-form-urlencoded", false),
+            ("multipart/form-data; boundary=x", false),
+            ("application/jsonp", false),
+        ] {
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(value));
+            assert_eq!(is_json(&headers), json, "{value}");
+        }
+    }
+
+    #[test]
+    fn no_key_beyond_loopback_needs_the_explicit_flag() {
+        let key = ApiKey::new("k").unwrap();
+        let lan: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let lo: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert!(check_exposure(lo, None, false).is_ok());
+        assert!(check_exposure(lan, Some(&key), false).is_ok());
+        assert!(check_exposure(lan, None, true).is_ok());
+        let err = check_exposure(lan, None, false).unwrap_err();
+        assert!(err.to_string().contains("--insecure-no-auth"), "{err}");
+    }
+}

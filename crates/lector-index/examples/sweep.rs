@@ -6,8 +6,8 @@
 //! ```
 
 use lector_eval::retrieval::{self, AnswerItem, Passage, Run};
-use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_index::{Bm25Params, Document, IndexSettings, IndexWriter, Retriever, Stemmer};
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use std::path::{Path, PathBuf};
 
 fn documents(path: &Path) -> Vec<Document> {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong while ingesting, storing or searching.
+/// Everything that can go wrong while storing or searching.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file could not be read or written.
@@ -19,13 +19,6 @@ pub enum Error {
         lock = .lock.display()
     )]
     Locked { dir: PathBuf, lock: PathBuf },
-    /// An input document is malformed (file, 1-based line where it applies, reason).
-    #[error("{path}{line}: {message}", path = .path.display(), line = .line.map_or(String::new(), |l| format!(":{l}")))]
-    InvalidInput {
-        path: PathBuf,
-        line: Option<usize>,
-        message: String,
-    },
     /// The index on disk is damaged or was written by a newer version.
     #[error("index {dir}: {message}", dir = .dir.display())]
     Corrupt { dir: PathBuf, message: String },
@@ -41,6 +34,14 @@ pub enum Error {
     /// The reranker failed or returned the wrong number of scores.
     #[error("reranking failed: {0}")]
     Rerank(String),
+}
+
+/// An index error stops ingestion when returned by the `emit` of `lector_ingest::read_file`
+/// (e.g. a commit that failed while documents were being added).
+impl From<Error> for lector_ingest::Error {
+    fn from(err: Error) -> Self {
+        lector_ingest::Error::Stopped(Box::new(err))
+    }
 }
 
 /// Result alias for this crate.

@@ -4,6 +4,7 @@ use crate::analysis::Analyzer;
 use crate::bm25::{idf, Bm25Params, TfNorm};
 use crate::dense::SegmentVectors;
 use crate::error::{Error, Result};
+use crate::file_layer::{FileLayer, OsFiles};
 use crate::passage::Span;
 use crate::retriever::{Hit, Retriever, RetrieverKind, Source};
 use crate::segment::Segment;
@@ -108,12 +109,16 @@ impl Clone for Index {
 impl Index {
     /// Opens the last complete commit of the index at `dir`.
     pub fn open(dir: impl AsRef<Path>) -> Result<Index> {
-        let dir = dir.as_ref();
+        Self::open_with(&OsFiles, dir.as_ref())
+    }
+
+    /// [`Self::open`] through `files`.
+    pub(crate) fn open_with(files: &dyn FileLayer, dir: &Path) -> Result<Index> {
         for _ in 0..OPEN_ATTEMPTS {
-            let manifest = store::read_manifest(dir)?.ok_or_else(|| Error::NoIndex {
+            let manifest = store::read_manifest(files, dir)?.ok_or_else(|| Error::NoIndex {
                 dir: dir.to_path_buf(),
             })?;
-            if let Some(segments) = load_segments(dir, &manifest)? {
+            if let Some(segments) = load_segments(files, dir, &manifest)? {
                 return Ok(Index::from_parts(dir, manifest, segments));
             }
         }
@@ -377,10 +382,14 @@ fn ordered(v: f64) -> u64 {
 }
 
 /// Loads every segment the manifest lists; `None` when one vanished (re-read the manifest).
-pub(crate) fn load_segments(dir: &Path, manifest: &Manifest) -> Result<Option<Vec<LiveSegment>>> {
+pub(crate) fn load_segments(
+    files: &dyn FileLayer,
+    dir: &Path,
+    manifest: &Manifest,
+) -> Result<Option<Vec<LiveSegment>>> {
     let mut out = Vec::with_capacity(manifest.segments.len());
     for meta in &manifest.segments {
-        let Some(segment) = store::read_segment(dir, meta)? else {
+        let Some(segment) = store::read_segment(files, dir, meta)? else {
             return Ok(None);
         };
         let mut deleted = vec![false; segment.docs.len()];
@@ -389,7 +398,7 @@ pub(crate) fn load_segments(dir: &Path, manifest: &Manifest) -> Result<Option<Ve
         }
         let vectors = match (&manifest.dense, &meta.vectors) {
             (Some(dense), Some(file)) => {
-                match store::read_vectors(dir, file, &dense.model, meta.passages)? {
+                match store::read_vectors(files, dir, file, &dense.model, meta.passages)? {
                     Some(vectors) => Some(Arc::new(vectors)),
                     None => return Ok(None),
                 }

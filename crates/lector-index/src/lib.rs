@@ -1,6 +1,6 @@
 //! lector-index: the embedded passage index of lector (phase 1: lexical retrieval).
 //!
-//! Documents are read from files ([`ingest`]), cut into passages of about 100 words on sentence
+//! Documents come from `lector-ingest`, are cut into passages of about 100 words on sentence
 //! boundaries ([`passage`]), analysed into terms ([`analysis`]), and stored in immutable segments
 //! with an inverted index, committed atomically ([`IndexWriter`], storage in `store`). Queries
 //! are ranked with BM25 ([`bm25`]) through the [`Retriever`] interface that dense and hybrid
@@ -34,13 +34,14 @@
 pub mod analysis;
 pub mod bm25;
 mod codec;
+#[cfg(test)]
+mod crash_test;
 mod dense;
-pub mod document;
+pub use lector_ingest::document;
 mod embed;
 pub mod error;
-pub mod html;
+mod file_layer;
 mod index;
-pub mod ingest;
 pub mod passage;
 mod rerank;
 pub mod retriever;
@@ -56,6 +57,7 @@ pub use dense::HNSW_MIN_VECTORS;
 pub use document::Document;
 pub use embed::Embedder;
 pub use error::{Error, Result};
+pub use file_layer::write_durably;
 pub use index::{Bm25Retriever, DocumentHit, DocumentRef, Index, IndexStats};
 pub use passage::{ChunkConfig, Span};
 pub use rerank::{rerank, PassageScorer, DEFAULT_RERANK_DEPTH};

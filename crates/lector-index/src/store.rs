@@ -12,7 +12,8 @@
 //!   when the process dies, even by `kill -9`, so a crash never leaves a stale lock.
 //!
 //! A commit writes each new segment to `<name>.tmp`, fsyncs it and renames it into place, fsyncs
-//! the directory, then does the same with `MANIFEST.json.tmp` -> `MANIFEST.json`. `rename` is
+//! the directory, then does the same with `MANIFEST.json.tmp` -> `MANIFEST.json`
+//! ([`crate::write_durably`]; all of it through a [`FileLayer`], so tests can cut the power). `rename` is
 //! atomic, so a crash at any point leaves either the old manifest or the new one, both complete;
 //! files of an unfinished commit are never listed and the next writer deletes them on open.
 
@@ -20,12 +21,12 @@ use crate::analysis::AnalyzerConfig;
 use crate::bm25::Bm25Params;
 use crate::dense::SegmentVectors;
 use crate::error::{io, Error, Result};
+use crate::file_layer::{write_durably_with, FileLayer};
 use crate::passage::ChunkConfig;
 use crate::segment::Segment;
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 
 /// The on-disk format version this build writes and reads.
@@ -111,14 +112,14 @@ fn corrupt(dir: &Path, message: impl Into<String>) -> Error {
 }
 
 /// The manifest, or `None` when the directory has none.
-pub(crate) fn read_manifest(dir: &Path) -> Result<Option<Manifest>> {
+pub(crate) fn read_manifest(files: &dyn FileLayer, dir: &Path) -> Result<Option<Manifest>> {
     let path = dir.join(MANIFEST);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
+    let bytes = match files.read(&path) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io(&path)(e)),
     };
-    let manifest: Manifest = serde_json::from_str(&text)
+    let manifest: Manifest = serde_json::from_slice(&bytes)
         .map_err(|e| corrupt(dir, format!("{MANIFEST} is not a valid manifest: {e}")))?;
     if manifest.format != FORMAT_NAME {
         return Err(corrupt(
@@ -137,8 +138,12 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Option<Manifest>> {
 
 /// Reads and verifies one segment. `Ok(None)` when the file is gone (a writer replaced it after
 /// the manifest was read; the caller re-reads the manifest).
-pub(crate) fn read_segment(dir: &Path, meta: &SegmentMeta) -> Result<Option<Segment>> {
-    let Some(bytes) = read_checked(dir, &meta.file, meta.bytes, meta.crc32)? else {
+pub(crate) fn read_segment(
+    files: &dyn FileLayer,
+    dir: &Path,
+    meta: &SegmentMeta,
+) -> Result<Option<Segment>> {
+    let Some(bytes) = read_checked(files, dir, &meta.file, meta.bytes, meta.crc32)? else {
         return Ok(None);
     };
     let segment =
@@ -153,9 +158,15 @@ pub(crate) fn read_segment(dir: &Path, meta: &SegmentMeta) -> Result<Option<Segm
 }
 
 /// The bytes of `dir/name` after checking its length and CRC-32; `None` when it does not exist.
-fn read_checked(dir: &Path, name: &str, len: u64, crc32: u32) -> Result<Option<Vec<u8>>> {
+fn read_checked(
+    files: &dyn FileLayer,
+    dir: &Path,
+    name: &str,
+    len: u64,
+    crc32: u32,
+) -> Result<Option<Vec<u8>>> {
     let path = dir.join(name);
-    let bytes = match std::fs::read(&path) {
+    let bytes = match files.read(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io(&path)(e)),
@@ -169,43 +180,21 @@ fn read_checked(dir: &Path, name: &str, len: u64, crc32: u32) -> Result<Option<V
     Ok(Some(bytes))
 }
 
-/// Writes `bytes` to `dir/name` durably: temporary file, fsync, rename.
-pub(crate) fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let tmp = dir.join(format!("{name}.tmp"));
-    let mut file = File::create(&tmp).map_err(io(&tmp))?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(io(&tmp))?;
-    drop(file);
-    std::fs::rename(&tmp, dir.join(name)).map_err(io(&tmp))?;
-    sync_dir(dir)
-}
-
-/// Makes renames in `dir` durable (a no-op where directories cannot be opened, as on Windows).
-fn sync_dir(dir: &Path) -> Result<()> {
-    match File::open(dir) {
-        Ok(handle) => handle
-            .sync_all()
-            .or_else(ignore_unsupported)
-            .map_err(io(dir)),
-        Err(_) => Ok(()),
-    }
-}
-
-fn ignore_unsupported(e: std::io::Error) -> std::io::Result<()> {
-    if e.kind() == std::io::ErrorKind::PermissionDenied
-        || e.kind() == std::io::ErrorKind::Unsupported
-    {
-        Ok(())
-    } else {
-        Err(e)
-    }
+/// Writes `bytes` to `dir/name` durably ([`crate::write_durably`]).
+fn write_durably(files: &dyn FileLayer, dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let path = dir.join(name);
+    write_durably_with(files, &path, bytes).map_err(io(&path))
 }
 
 /// Writes a segment file; returns its manifest entry.
-pub(crate) fn write_segment(dir: &Path, name: &str, segment: &Segment) -> Result<SegmentMeta> {
+pub(crate) fn write_segment(
+    files: &dyn FileLayer,
+    dir: &Path,
+    name: &str,
+    segment: &Segment,
+) -> Result<SegmentMeta> {
     let bytes = segment.encode();
-    write_durably(dir, name, &bytes)?;
+    write_durably(files, dir, name, &bytes)?;
     Ok(SegmentMeta {
         file: name.to_string(),
         bytes: bytes.len() as u64,
@@ -219,13 +208,14 @@ pub(crate) fn write_segment(dir: &Path, name: &str, segment: &Segment) -> Result
 
 /// Writes a segment's vector file; returns its manifest entry.
 pub(crate) fn write_vectors(
+    files: &dyn FileLayer,
     dir: &Path,
     name: &str,
     model: &str,
     vectors: &SegmentVectors,
 ) -> Result<FileMeta> {
     let bytes = vectors.encode(model);
-    write_durably(dir, name, &bytes)?;
+    write_durably(files, dir, name, &bytes)?;
     Ok(FileMeta {
         file: name.to_string(),
         bytes: bytes.len() as u64,
@@ -236,12 +226,13 @@ pub(crate) fn write_vectors(
 /// Reads and verifies the vector file of a segment with `passages` passages, made by `model`.
 /// `Ok(None)` when the file is gone (see [`read_segment`]).
 pub(crate) fn read_vectors(
+    files: &dyn FileLayer,
     dir: &Path,
     meta: &FileMeta,
     model: &str,
     passages: u32,
 ) -> Result<Option<SegmentVectors>> {
-    let Some(bytes) = read_checked(dir, &meta.file, meta.bytes, meta.crc32)? else {
+    let Some(bytes) = read_checked(files, dir, &meta.file, meta.bytes, meta.crc32)? else {
         return Ok(None);
     };
     let (stored_model, vectors) =
@@ -256,9 +247,9 @@ pub(crate) fn read_vectors(
 }
 
 /// Commits: atomically replaces the manifest.
-pub(crate) fn write_manifest(dir: &Path, manifest: &Manifest) -> Result<()> {
+pub(crate) fn write_manifest(files: &dyn FileLayer, dir: &Path, manifest: &Manifest) -> Result<()> {
     let text = serde_json::to_string_pretty(manifest).expect("manifest serialises");
-    write_durably(dir, MANIFEST, text.as_bytes())
+    write_durably(files, dir, MANIFEST, text.as_bytes())
 }
 
 /// Takes the writer lock of `dir`, failing at once (naming the lock) when another writer holds it.
@@ -296,23 +287,18 @@ fn is_temporary(name: &str) -> bool {
 }
 
 /// The names of the entries of `dir`.
-pub(crate) fn file_names(dir: &Path) -> Result<Vec<String>> {
-    std::fs::read_dir(dir)
-        .map_err(io(dir))?
-        .map(|entry| {
-            Ok(entry
-                .map_err(io(dir))?
-                .file_name()
-                .to_string_lossy()
-                .into_owned())
-        })
-        .collect()
+pub(crate) fn file_names(files: &dyn FileLayer, dir: &Path) -> Result<Vec<String>> {
+    files.list(dir).map_err(io(dir))
 }
 
 /// Deletes segment files the manifest does not list and temporary files of unfinished commits.
 /// Only the lock holder calls this, so no commit is in progress.
-pub(crate) fn remove_unlisted(dir: &Path, manifest: &Manifest) -> Result<()> {
-    for name in file_names(dir)? {
+pub(crate) fn remove_unlisted(
+    files: &dyn FileLayer,
+    dir: &Path,
+    manifest: &Manifest,
+) -> Result<()> {
+    for name in file_names(files, dir)? {
         let listed = manifest
             .segments
             .iter()
@@ -320,7 +306,7 @@ pub(crate) fn remove_unlisted(dir: &Path, manifest: &Manifest) -> Result<()> {
         let leftover = (is_segment_file(&name) && !listed) || is_temporary(&name);
         if leftover {
             let path = dir.join(&name);
-            std::fs::remove_file(&path).map_err(io(&path))?;
+            files.remove(&path).map_err(io(&path))?;
         }
     }
     Ok(())

@@ -5,6 +5,7 @@ use crate::dense::{embed_segment, merge_vectors, SegmentVectors, HNSW_MIN_VECTOR
 use crate::document::Document;
 use crate::embed::Embedder;
 use crate::error::{io, Error, Result};
+use crate::file_layer::{FileLayer, OsFiles};
 use crate::index::{load_segments, Index, LiveSegment};
 use crate::segment::Segment;
 use crate::store::{self, DenseMeta, IndexSettings, Manifest, SegmentMeta};
@@ -44,6 +45,8 @@ pub struct CommitInfo {
 /// crash) until [`IndexWriter::commit`] returns.
 pub struct IndexWriter {
     _lock: File,
+    /// Where commits read and write (the real file system but in crash tests).
+    files: Arc<dyn FileLayer>,
     index: Index,
     pending: Vec<Option<Document>>,
     pending_ids: HashMap<String, usize>,
@@ -59,21 +62,30 @@ impl IndexWriter {
     /// Fails with [`Error::Locked`] while another writer is open, and refuses a non-empty
     /// directory that is not an index. Files left by an interrupted commit are removed.
     pub fn open_or_create(dir: impl AsRef<Path>, settings: IndexSettings) -> Result<IndexWriter> {
-        let dir = dir.as_ref();
+        Self::open_or_create_with(Arc::new(OsFiles), dir.as_ref(), settings)
+    }
+
+    /// [`Self::open_or_create`] with every commit going through `files`.
+    pub(crate) fn open_or_create_with(
+        files: Arc<dyn FileLayer>,
+        dir: &Path,
+        settings: IndexSettings,
+    ) -> Result<IndexWriter> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         let lock = store::lock(dir)?;
-        let manifest = match store::read_manifest(dir)? {
+        let manifest = match store::read_manifest(&*files, dir)? {
             Some(manifest) => manifest,
-            None => create(dir, settings)?,
+            None => create(&*files, dir, settings)?,
         };
-        store::remove_unlisted(dir, &manifest)?;
-        let segments = load_segments(dir, &manifest)?.ok_or_else(|| Error::Corrupt {
+        store::remove_unlisted(&*files, dir, &manifest)?;
+        let segments = load_segments(&*files, dir, &manifest)?.ok_or_else(|| Error::Corrupt {
             dir: dir.to_path_buf(),
             message: format!("a segment file listed in {} is missing", store::MANIFEST),
         })?;
         let index = Index::from_parts(dir, manifest, segments);
         Ok(IndexWriter {
             _lock: lock,
+            files,
             index,
             pending: Vec::new(),
             pending_ids: HashMap::new(),
@@ -87,7 +99,7 @@ impl IndexWriter {
     /// Opens an existing index for writing.
     pub fn open(dir: impl AsRef<Path>) -> Result<IndexWriter> {
         let dir = dir.as_ref();
-        if store::read_manifest(dir)?.is_none() {
+        if store::read_manifest(&OsFiles, dir)?.is_none() {
             return Err(Error::NoIndex {
                 dir: dir.to_path_buf(),
             });
@@ -213,7 +225,8 @@ impl IndexWriter {
             let settings = self.settings();
             let segment =
                 Segment::build(staged, &Analyzer::new(settings.analyzer), settings.chunking);
-            let meta = store::write_segment(&dir, &segment_name(generation, 0), &segment)?;
+            let meta =
+                store::write_segment(&*self.files, &dir, &segment_name(generation, 0), &segment)?;
             parts.push((
                 meta,
                 LiveSegment {
@@ -228,7 +241,15 @@ impl IndexWriter {
         }
         if parts.len() > MAX_SEGMENTS {
             let graph = (&self.hnsw, self.hnsw_min);
-            parts = vec![merge(&dir, generation, &parts, dense.as_ref(), graph)?];
+            let files = &*self.files;
+            parts = vec![merge(
+                files,
+                &dir,
+                generation,
+                &parts,
+                dense.as_ref(),
+                graph,
+            )?];
         }
         let manifest = Manifest {
             generation,
@@ -236,7 +257,7 @@ impl IndexWriter {
             dense,
             ..self.index.manifest.clone()
         };
-        store::write_manifest(&dir, &manifest)?;
+        store::write_manifest(&*self.files, &dir, &manifest)?;
         self.index = Index::from_parts(
             &dir,
             manifest,
@@ -246,7 +267,7 @@ impl IndexWriter {
         self.pending_ids.clear();
         self.removed.clear();
         // Old segments are garbage now; a reader still opening them retries with the new manifest.
-        store::remove_unlisted(&dir, &self.index.manifest)?;
+        store::remove_unlisted(&*self.files, &dir, &self.index.manifest)?;
         Ok(self.info())
     }
 
@@ -307,7 +328,8 @@ impl IndexWriter {
             })?;
             let vectors = SegmentVectors::new(vectors, &self.hnsw, self.hnsw_min);
             let name = vector_name(&meta.file);
-            meta.vectors = Some(store::write_vectors(dir, &name, model, &vectors)?);
+            let written = store::write_vectors(&*self.files, dir, &name, model, &vectors)?;
+            meta.vectors = Some(written);
             live.vectors = Some(Arc::new(vectors));
         }
         Ok(())
@@ -347,8 +369,8 @@ impl IndexWriter {
 }
 
 /// Creates a new index: the directory must hold nothing but (leftover) index files.
-fn create(dir: &Path, settings: IndexSettings) -> Result<Manifest> {
-    for name in store::file_names(dir)? {
+fn create(files: &dyn FileLayer, dir: &Path, settings: IndexSettings) -> Result<Manifest> {
+    for name in store::file_names(files, dir)? {
         if !store::is_index_file(&name) {
             return Err(Error::Config(format!(
                 "{} is not empty and is not a lector index (found `{name}`); choose another --index directory",
@@ -358,7 +380,7 @@ fn create(dir: &Path, settings: IndexSettings) -> Result<Manifest> {
     }
     settings.bm25.validate().map_err(Error::Config)?;
     let manifest = Manifest::empty(settings);
-    store::write_manifest(dir, &manifest)?;
+    store::write_manifest(files, dir, &manifest)?;
     Ok(manifest)
 }
 
@@ -375,6 +397,7 @@ fn vector_name(segment_file: &str) -> String {
 /// Merges `parts` into one segment; in a dense index their vectors (every part has them by now)
 /// are carried over, never re-embedded.
 fn merge(
+    files: &dyn FileLayer,
     dir: &Path,
     generation: u64,
     parts: &[(SegmentMeta, LiveSegment)],
@@ -386,7 +409,7 @@ fn merge(
         .map(|(_, l)| (l.segment.as_ref(), l.deleted.as_slice()))
         .collect();
     let merged = Segment::merge(&inputs);
-    let mut meta = store::write_segment(dir, &segment_name(generation, 1), &merged)?;
+    let mut meta = store::write_segment(files, dir, &segment_name(generation, 1), &merged)?;
     let carried: Option<Vec<(&Segment, &[bool], &Vectors)>> = parts
         .iter()
         .map(|(_, l)| {
@@ -398,7 +421,13 @@ fn merge(
         (Some(dense), Some(carried)) => {
             let vectors = SegmentVectors::new(merge_vectors(dense.dim, &carried), hnsw, hnsw_min);
             let name = vector_name(&meta.file);
-            meta.vectors = Some(store::write_vectors(dir, &name, &dense.model, &vectors)?);
+            meta.vectors = Some(store::write_vectors(
+                files,
+                dir,
+                &name,
+                &dense.model,
+                &vectors,
+            )?);
             Some(Arc::new(vectors))
         }
         _ => None,

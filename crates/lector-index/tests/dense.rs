@@ -3,22 +3,20 @@
 //! merging and deletion, are never recomputed for unchanged documents, and are searched exactly
 //! or through HNSW.
 
-use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::vector::HnswParams;
 use lector_index::{
     Document, Embedder, Error, Index, IndexSettings, IndexWriter, Mode, RetrieverKind,
     SearchOptions,
 };
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_models::SentenceEmbedder;
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
+    lector_eval::data::require(rel)
 }
 
 /// The real embedder, counting the texts it embeds.

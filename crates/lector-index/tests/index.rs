@@ -1,15 +1,13 @@
 //! Storage, commits, locking and search of lector-index on real SciFact and SQuAD slices.
 
-use lector_index::ingest::{self, IngestOptions, Item};
 use lector_index::{
     Bm25Params, Document, Error, Index, IndexSettings, IndexWriter, Retriever, Stemmer,
 };
-use std::path::{Path, PathBuf};
+use lector_ingest::{self as ingest, IngestOptions, Item};
+use std::path::PathBuf;
 
 fn data(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(rel)
+    lector_eval::data::require(rel)
 }
 
 /// The first `n` SciFact abstracts as documents (title + text), read by the ingestion code.

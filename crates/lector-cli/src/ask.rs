@@ -35,7 +35,8 @@ pub struct AskArgs {
     /// divided by r^A (0: all passages alike).
     #[arg(value_parser = crate::values::non_negative, long, value_name = "A", default_value_t = lector_pipeline::DEFAULT_RANK_PRIOR)]
     rank_prior: f64,
-    /// Among answers within 10% of the best score, prefer the one from the newest dated document.
+    /// Among answers near-tied with the best (log-odds within lector_pipeline::aggregate::NEAR_TIE_LOG_ODDS),
+    /// prefer the one from the newest dated document.
     #[arg(long)]
     prefer_recent: bool,
     /// Show the retrieved passages with retrieval and reader scores, and the reader's start/end

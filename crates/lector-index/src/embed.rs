@@ -12,6 +12,11 @@ pub trait Embedder: Send + Sync {
     fn dim(&self) -> usize;
     /// One vector of [`Self::dim`] values per text, in order.
     fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String>;
+    /// A digest of the model's weights and configuration, stored with the vectors so that an
+    /// index refuses a model retrained under the same name. `None`: checked by name only.
+    fn digest(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// The text embedded for a passage: the document title (a passage alone often omits its topic,

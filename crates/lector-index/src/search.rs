@@ -85,16 +85,7 @@ impl Index {
                 meta.model
             )));
         };
-        if embedder.model() != meta.model || embedder.dim() != meta.dim {
-            return Err(Error::Config(format!(
-                "index {} was embedded with `{}` ({} dimensions), not `{}` ({})",
-                self.dir().display(),
-                meta.model,
-                meta.dim,
-                embedder.model(),
-                embedder.dim()
-            )));
-        }
+        meta.check(embedder, self.dir())?;
         Ok(DenseRetriever {
             index: self,
             embedder,

@@ -66,6 +66,51 @@ pub struct DenseMeta {
     pub model: String,
     /// Its vector dimension.
     pub dim: usize,
+    /// A digest of its weights and configuration ([`crate::Embedder::digest`]); absent in indexes
+    /// written before lector recorded it, and for embedders that have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+impl DenseMeta {
+    /// The metadata a new dense index records for `embedder`.
+    pub(crate) fn of(embedder: &dyn crate::Embedder) -> Self {
+        DenseMeta {
+            model: embedder.model().to_string(),
+            dim: embedder.dim(),
+            digest: embedder.digest().map(str::to_string),
+        }
+    }
+
+    /// Refuses an embedder whose vectors would not be comparable with the index's: another
+    /// model name or dimension, or the same name with other weights (a model retrained into the
+    /// same folder). An index or embedder without a digest is checked by name and dimension.
+    pub(crate) fn check(
+        &self,
+        embedder: &dyn crate::Embedder,
+        dir: &std::path::Path,
+    ) -> crate::Result<()> {
+        if self.model != embedder.model() || self.dim != embedder.dim() {
+            return Err(crate::Error::Config(format!(
+                "index {} was embedded with `{}` ({} dimensions), not `{}` ({}); build a new index to change models",
+                dir.display(),
+                self.model,
+                self.dim,
+                embedder.model(),
+                embedder.dim()
+            )));
+        }
+        if let (Some(stored), Some(given)) = (&self.digest, embedder.digest()) {
+            if stored != given {
+                return Err(crate::Error::Config(format!(
+                    "index {} was embedded with `{}` whose weights had digest {stored}; the embedder given under that name has digest {given} (retrained into the same folder?); its vectors would not be comparable: build a new index",
+                    dir.display(),
+                    self.model
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A file the manifest lists with its length and checksum.

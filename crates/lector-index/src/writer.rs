@@ -112,16 +112,7 @@ impl IndexWriter {
     /// the index was embedded by another model (vectors of two models are not comparable).
     pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<()> {
         if let Some(meta) = &self.index.manifest.dense {
-            if meta.model != embedder.model() || meta.dim != embedder.dim() {
-                return Err(Error::Config(format!(
-                    "index {} was embedded with `{}` ({} dimensions), not `{}` ({}); build a new index to change models",
-                    self.index.dir().display(),
-                    meta.model,
-                    meta.dim,
-                    embedder.model(),
-                    embedder.dim()
-                )));
-            }
+            meta.check(embedder.as_ref(), self.index.dir())?;
         }
         self.embedder = Some(embedder);
         Ok(())
@@ -288,10 +279,7 @@ impl IndexWriter {
                 self.index.dir().display(),
                 meta.model
             ))),
-            (None, Some(embedder)) => Ok(Some(DenseMeta {
-                model: embedder.model().to_string(),
-                dim: embedder.dim(),
-            })),
+            (None, Some(embedder)) => Ok(Some(DenseMeta::of(embedder.as_ref()))),
             (None, None) => Ok(None),
         }
     }

@@ -304,9 +304,8 @@ fn squad_paragraph_retrieval_finds_the_answer_paragraph() {
 }
 
 /// A 50 MB document (SciFact abstracts joined, about 7.5 million words) indexes, commits, reopens
-/// and answers queries. Slow unoptimised: `cargo test --release -p lector-index -- --ignored`.
+/// and answers queries (about a minute: lector-index is optimised in test builds too).
 #[test]
-#[ignore = "50 MB input; run with --release -- --ignored"]
 fn fifty_megabyte_document() {
     let abstracts: Vec<String> = scifact(6000).into_iter().map(|d| d.text).collect();
     let mut text = String::new();

@@ -227,8 +227,8 @@ fn edge_cases() {
     assert_eq!(graph.search(&one, &q, 3, 3, |_| true), vec![(0.5, 0)]);
 }
 
+/// 20k clustered 384-dimensional vectors (about 40 s: lector-index is optimised in test builds).
 #[test]
-#[ignore = "20k x 384: run with --release"]
 fn hnsw_recall_at_10_on_clustered_384() {
     let (base, queries) = clustered(20_000, 500, 384, 9);
     let params = HnswParams::default();

@@ -215,9 +215,11 @@ pub fn reader_name(dir: &Path) -> String {
     )
 }
 
-/// lector's sentence embedder under the name the index records.
+/// lector's sentence embedder under the name the index records, with the digest of its weights
+/// and configuration (so an index refuses the same name retrained).
 pub struct IndexEmbedder {
     model: String,
+    digest: String,
     inner: SentenceEmbedder,
 }
 
@@ -233,6 +235,30 @@ impl Embedder for IndexEmbedder {
     fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
         self.inner.embed(texts).map_err(|e| e.to_string())
     }
+
+    fn digest(&self) -> Option<&str> {
+        Some(&self.digest)
+    }
+}
+
+/// SHA-256 over the checkpoint's `config.json` and `model.safetensors`, in hex.
+fn checkpoint_digest(dir: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut hasher = Sha256::new();
+    for name in ["config.json", "model.safetensors"] {
+        let path = dir.join(name);
+        let mut file = std::fs::File::open(&path).map_err(crate::error::io(&path))?;
+        let mut buffer = vec![0; 1 << 20];
+        loop {
+            let n = file.read(&mut buffer).map_err(crate::error::io(&path))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buffer[..n]);
+        }
+    }
+    Ok(format!("sha256:{:x}", hasher.finalize()))
 }
 
 /// Loads the checkpoint at `explicit` (named after its directory), else the registry's embedder,
@@ -260,7 +286,12 @@ pub fn load_embedder(explicit: Option<&Path>, notify: &dyn Fn(&str)) -> Result<I
         }
     };
     let inner = SentenceEmbedder::load(&dir).map_err(|e| model_error(&dir, e))?;
-    Ok(IndexEmbedder { model, inner })
+    let digest = checkpoint_digest(&dir)?;
+    Ok(IndexEmbedder {
+        model,
+        digest,
+        inner,
+    })
 }
 
 /// A cross-encoder as the index's passage scorer.

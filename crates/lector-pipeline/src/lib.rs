@@ -59,7 +59,7 @@ pub struct AskOptions {
     pub k: usize,
     /// Add up the scores of answers that normalise to the same text.
     pub vote: bool,
-    /// Break near-ties ([`aggregate::NEAR_TIE`]) toward the newest dated document.
+    /// Break near-ties ([`aggregate::NEAR_TIE_LOG_ODDS`]) toward the newest dated document.
     pub prefer_recent: bool,
     /// Exponent of the retrieval-rank prior ([`Aggregation::rank_prior`]).
     pub rank_prior: f64,
@@ -139,14 +139,15 @@ pub struct Progress {
 }
 
 /// An index, a reader, the abstention threshold, the embedder of a dense index, and an optional
-/// reranker.
+/// reranker. The models are shared (`Arc`), so [`Pipeline::with_index`] makes a pipeline over
+/// another index snapshot without loading or copying them.
 pub struct Pipeline {
     index: Index,
-    reader: Reader,
+    reader: Arc<Reader>,
     calibration: Option<Calibration>,
     embedder: Option<Arc<dyn Embedder>>,
     /// The reranker and how many passages it chooses from.
-    reranker: Option<(Box<dyn PassageScorer>, usize)>,
+    reranker: Option<(Arc<dyn PassageScorer>, usize)>,
 }
 
 /// The index's default retrieval: hybrid when it has passage vectors, else BM25.
@@ -164,7 +165,7 @@ impl Pipeline {
     pub fn new(index: Index, reader: Reader) -> Self {
         Pipeline {
             index,
-            reader,
+            reader: Arc::new(reader),
             calibration: None,
             embedder: None,
             reranker: None,
@@ -180,7 +181,7 @@ impl Pipeline {
     /// Sets a reranker: questions then retrieve `depth` passages (at least `k`) and read the `k`
     /// it scores best.
     pub fn with_reranker(mut self, reranker: Box<dyn PassageScorer>, depth: usize) -> Self {
-        self.reranker = Some((reranker, depth));
+        self.reranker = Some((Arc::from(reranker), depth));
         self
     }
 
@@ -201,6 +202,19 @@ impl Pipeline {
     /// The index.
     pub fn index(&self) -> &Index {
         &self.index
+    }
+
+    /// A pipeline over another snapshot of the index (e.g. a writer's new commit) with this one's
+    /// reader, calibration, embedder and reranker, shared rather than loaded again: a server
+    /// builds the next snapshot while questions keep reading the current one.
+    pub fn with_index(&self, index: Index) -> Pipeline {
+        Pipeline {
+            index,
+            reader: self.reader.clone(),
+            calibration: self.calibration.clone(),
+            embedder: self.embedder.clone(),
+            reranker: self.reranker.clone(),
+        }
     }
 
     /// Replaces the index with another snapshot (e.g. a writer's new commit); returns the old one.

@@ -2,10 +2,10 @@
 //! 103 paragraphs) in a real index on disk, read by the shipped reader.
 
 use lector_eval::normalize::normalize_answer;
-use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_index::{
     Index, IndexSettings, IndexWriter, Mode, PassageScorer, RetrieverKind, SearchOptions,
 };
+use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_models::CrossEncoder;
 use lector_pipeline::calibration::{curve, Target};
 use lector_pipeline::{
@@ -268,8 +268,17 @@ fn prefer_recent_picks_the_newer_of_two_near_tied_documents() {
     let pipeline = Pipeline::new(Index::open(dir.path()).unwrap(), reader());
     let question = "Who is the chief executive of Acme Corporation?";
     let plain = pipeline.ask(question, &AskOptions::default()).unwrap();
-    let scores: Vec<f64> = plain.candidates.iter().take(2).map(|c| c.score).collect();
-    assert!(scores[1] >= scores[0] * 0.9, "not a near tie: {scores:?}");
+    let odds: Vec<f64> = plain
+        .candidates
+        .iter()
+        .take(2)
+        .map(|c| c.log_odds)
+        .collect();
+    assert!(
+        odds[0] - odds[1] <= lector_pipeline::aggregate::NEAR_TIE_LOG_ODDS,
+        "not a near tie: {odds:?}"
+    );
+    assert_eq!(plain.answer.unwrap().text, "Alice Smith");
     let recent = AskOptions {
         prefer_recent: true,
         ..AskOptions::default()

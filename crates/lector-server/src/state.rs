@@ -1,5 +1,10 @@
 //! What every request shares: the pipeline (index snapshot and reader), the index writer, the
 //! generator (optional), the gate, the metrics and the settings.
+//!
+//! Questions read an immutable snapshot: [`AppState::pipeline`] hands out an `Arc<Pipeline>`
+//! (a pointer copied under a lock held for nanoseconds), and a commit builds the next pipeline
+//! beside it and swaps the pointer. An ask keeps the snapshot it started with to its end, and a
+//! write never waits for asks, nor asks for a write.
 
 use crate::access::ApiKey;
 use crate::error::ApiError;
@@ -10,7 +15,7 @@ use lector_index::{CommitInfo, Embedder, Index, IndexWriter, SearchOptions};
 use lector_pipeline::Pipeline;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 /// How the server is set up (everything but the socket).
 #[derive(Clone)]
@@ -45,8 +50,8 @@ impl Config {
 
 /// The shared state of a running server.
 pub struct AppState {
-    /// Read by asks and searches; written only to swap in a new commit.
-    pipeline: RwLock<Pipeline>,
+    /// The snapshot asks and searches read; the lock guards only the pointer, never a read.
+    pipeline: RwLock<Arc<Pipeline>>,
     /// The single writer of the index; `None` when serving read-only, or after shutdown.
     writer: Mutex<Option<IndexWriter>>,
     /// The index's embedder (dense indexes): embeds queries and new passages.
@@ -85,7 +90,7 @@ impl AppState {
         }
         let state = AppState {
             read_only: writer.is_none(),
-            pipeline: RwLock::new(pipeline),
+            pipeline: RwLock::new(Arc::new(pipeline)),
             writer: Mutex::new(writer),
             embedder,
             generator: None,
@@ -101,9 +106,13 @@ impl AppState {
         Ok(state)
     }
 
-    /// The pipeline, for reading (waits while a new commit is being swapped in).
-    pub fn pipeline(&self) -> RwLockReadGuard<'_, Pipeline> {
-        self.pipeline.read().unwrap_or_else(|e| e.into_inner())
+    /// The current snapshot: the pipeline over the last published commit. Holding it keeps that
+    /// commit readable however many commits follow.
+    pub fn pipeline(&self) -> Arc<Pipeline> {
+        self.pipeline
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Serves generative asks and chat completions with `generator` (one loaded model serves
@@ -145,14 +154,20 @@ impl AppState {
         self.read_only
     }
 
-    /// The writer, locked (one write at a time); 403 when serving read-only, 503 after shutdown.
-    pub fn writer(&self) -> Result<WriterGuard<'_>, ApiError> {
+    /// 403 when serving read-only.
+    pub fn check_writable(&self) -> Result<(), ApiError> {
         if self.read_only {
             return Err(ApiError::new(
                 axum::http::StatusCode::FORBIDDEN,
                 "the server is read-only (started with --read-only)",
             ));
         }
+        Ok(())
+    }
+
+    /// The writer, locked (one write at a time); 403 when serving read-only, 503 after shutdown.
+    pub fn writer(&self) -> Result<WriterGuard<'_>, ApiError> {
+        self.check_writable()?;
         let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
             return Err(ApiError::new(
@@ -165,12 +180,17 @@ impl AppState {
 
     /// Gauges for the metrics.
     pub fn gauges(&self) -> Gauges {
+        let (body_bytes, body_bytes_peak) = self.gate.buffered_bytes();
         Gauges {
             documents: self.documents.load(Ordering::Relaxed),
             passages: self.passages.load(Ordering::Relaxed),
             generation: self.generation.load(Ordering::Relaxed),
             running: self.gate.running(),
             queued: self.gate.queued(),
+            body_bytes,
+            body_bytes_peak,
+            body_budget: self.gate.limits().max_buffered_bytes,
+            connections: self.gate.open_connections(),
         }
     }
 
@@ -190,12 +210,17 @@ impl AppState {
         self.generation.store(stats.generation, Ordering::Relaxed);
     }
 
-    /// Serves `index` (a new commit) from now on: asks already running finish on the old one.
+    /// Serves `index` (a new commit) from now on: the next pipeline is built outside the lock,
+    /// then swapped in; asks already running finish on the snapshot they hold.
     fn publish(&self, index: Index) {
         let stats = index.stats();
-        let mut pipeline = self.pipeline.write().unwrap_or_else(|e| e.into_inner());
-        pipeline.set_index(index);
-        drop(pipeline);
+        let next = Arc::new(self.pipeline().with_index(index));
+        let previous = std::mem::replace(
+            &mut *self.pipeline.write().unwrap_or_else(|e| e.into_inner()),
+            next,
+        );
+        // The old snapshot is freed here or by the last ask holding it, never under the lock.
+        drop(previous);
         self.note_size(&stats);
     }
 }
@@ -267,5 +292,9 @@ impl Embedder for SharedEmbedder {
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         self.0.embed(texts)
+    }
+
+    fn digest(&self) -> Option<&str> {
+        self.0.digest()
     }
 }

@@ -249,14 +249,10 @@ fn bad_input_gives_clear_errors() {
     assert!(err.starts_with("no index at"), "{err}");
 }
 
-#[test]
-fn prefer_recent_picks_the_newer_of_two_near_tied_documents() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
-    for (id, date, name) in [
-        ("old", "2019-03-01", "Alice Smith"),
-        ("new", "2024-06-30", "Bob Jones"),
-    ] {
+/// Two dated documents naming different chief executives, old first.
+fn dated_pair(dir: &Path, old: &str, new: &str) -> Pipeline {
+    let mut writer = IndexWriter::open_or_create(dir, IndexSettings::default()).unwrap();
+    for (id, date, name) in [("old", "2019-03-01", old), ("new", "2024-06-30", new)] {
         let mut doc = lector_index::Document::new(
             id,
             format!("Acme Corporation announced that its chief executive is {name}."),
@@ -265,28 +261,51 @@ fn prefer_recent_picks_the_newer_of_two_near_tied_documents() {
         writer.add(doc);
     }
     writer.commit().unwrap();
-    let pipeline = Pipeline::new(Index::open(dir.path()).unwrap(), reader());
+    Pipeline::new(Index::open(dir).unwrap(), reader())
+}
+
+/// `--prefer-recent` decides near-ties on log-odds: a newer answer within the margin wins, one
+/// whose score is as close to 1 but whose log-odds are not within the margin does not.
+#[test]
+fn prefer_recent_picks_the_newer_of_two_near_tied_documents() {
+    use lector_pipeline::aggregate::NEAR_TIE_LOG_ODDS;
     let question = "Who is the chief executive of Acme Corporation?";
-    let plain = pipeline.ask(question, &AskOptions::default()).unwrap();
-    let odds: Vec<f64> = plain
-        .candidates
-        .iter()
-        .take(2)
-        .map(|c| c.log_odds)
-        .collect();
-    assert!(
-        odds[0] - odds[1] <= lector_pipeline::aggregate::NEAR_TIE_LOG_ODDS,
-        "not a near tie: {odds:?}"
-    );
-    assert_eq!(plain.answer.unwrap().text, "Alice Smith");
-    let recent = AskOptions {
-        prefer_recent: true,
+    // Without a rank prior, so that the second passage is not discounted.
+    let plain = AskOptions {
+        rank_prior: 0.0,
         ..AskOptions::default()
     };
-    let response = pipeline.ask(question, &recent).unwrap();
-    let answer = response.answer.unwrap();
-    assert_eq!(answer.text, "Bob Jones");
+    let recent = AskOptions {
+        prefer_recent: true,
+        ..plain.clone()
+    };
+    let gap = |r: &lector_pipeline::Response| r.candidates[0].log_odds - r.candidates[1].log_odds;
+
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dated_pair(dir.path(), "Sam Lee", "Sam Li");
+    let before = pipeline.ask(question, &plain).unwrap();
+    assert_eq!(before.answer.as_ref().unwrap().text, "Sam Lee");
+    assert!(
+        gap(&before) <= NEAR_TIE_LOG_ODDS,
+        "not a near tie: {}",
+        gap(&before)
+    );
+    let after = pipeline.ask(question, &recent).unwrap();
+    assert!(after.reordered_by_date);
+    let answer = after.answer.unwrap();
+    assert_eq!(answer.text, "Sam Li");
     assert_eq!(answer.evidence.date.as_deref(), Some("2024-06-30"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dated_pair(dir.path(), "Alice Smith", "Bob Jones");
+    let before = pipeline.ask(question, &plain).unwrap();
+    assert_eq!(before.answer.as_ref().unwrap().text, "Alice Smith");
+    // Both scores round to 0.99999 (the old rule, within 10% of the score, called this a tie).
+    assert!(before.candidates[1].score >= 0.9 * before.candidates[0].score);
+    assert!(gap(&before) > NEAR_TIE_LOG_ODDS, "{}", gap(&before));
+    let after = pipeline.ask(question, &recent).unwrap();
+    assert!(!after.reordered_by_date);
+    assert_eq!(after.answer.unwrap().text, "Alice Smith");
 }
 
 /// A cross-encoder (the tiny random one of lector-models' fixtures) as the pipeline's reranker.

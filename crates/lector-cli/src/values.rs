@@ -54,16 +54,6 @@ pub fn non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
-/// A finite number above 0.
-pub fn positive(text: &str) -> Result<f64, String> {
-    let value = number(text)?;
-    if value > 0.0 {
-        Ok(value)
-    } else {
-        Err("must be more than 0".into())
-    }
-}
-
 /// A number from 0 to 1.
 pub fn unit_interval(text: &str) -> Result<f64, String> {
     let value = number(text)?;
@@ -101,6 +91,5 @@ mod tests {
         assert_eq!(at_least_one("5"), Ok(5));
         assert!(unit_interval("1.5").is_err());
         assert!(non_negative("-0.1").is_err());
-        assert!(positive("0").is_err());
     }
 }

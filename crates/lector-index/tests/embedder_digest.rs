@@ -20,7 +20,7 @@ impl Embedder for Letters {
         Ok(texts
             .iter()
             .map(|t| {
-                let mut v = vec![0.0f32; 26];
+                let mut v = [0.0f32; 26];
                 for b in t.bytes().filter(u8::is_ascii_lowercase) {
                     v[usize::from(b - b'a')] += 1.0;
                 }

@@ -11,6 +11,22 @@ rather than being refused.
 
     python3 bench/serve_load.py [--requests-per-client 4] [--concurrency 1,8,32] [--nice]
     python3 bench/serve_load.py --client wrk [--seconds 30] [--concurrency 1,8,32] [--nice]
+
+Two more measurements, each loopback-only and bounded in requests and time:
+
+    python3 bench/serve_load.py --uploads 8,32 [--upload-mb 64]
+        Peak server memory (VmHWM of /proc/PID/status) under N concurrent maximum-size
+        `POST /v1/documents` uploads, each on a fresh server, once with admission before the body
+        is read (`--workers 1 --queue 2`, the default body budget) and once with every upload
+        admitted at once (`--queue N --max-buffered-bytes N x size`: bodies read and parsed
+        before any waits for the worker, as the server did before admission came first). The
+        uploads send `Expect: 100-continue`, so a refused one (503) never sends its body. Each
+        body is a document whose text is blank: it is read and parsed whole, then refused (400)
+        without indexing, so the figure is the memory of buffered bodies.
+
+    python3 bench/serve_load.py --writes [--write-rate 2] [--concurrency 4]
+        p50/p95/p99 of `POST /v1/ask` without writes, then while a writer thread adds documents
+        at a steady rate (Python client), and the write latencies.
 """
 
 import argparse
@@ -153,13 +169,17 @@ def load_python(url, clients, requests):
         t.join()
     seconds = time.perf_counter() - start
     latencies.sort()
-    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+    pick = lambda q: percentile(latencies, q)
     return {
         "summary": {"slowest": latencies[-1], "requestsPerSec": len(latencies) / seconds},
-        "latencyPercentiles": {"p50": pick(0.50), "p95": pick(0.95)},
+        "latencyPercentiles": {"p50": pick(0.50), "p95": pick(0.95), "p99": pick(0.99)},
         "statusCodeDistribution": codes,
         "errorDistribution": errors,
     }
+
+
+def percentile(sorted_values, q):
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
 def row(clients, report):
@@ -182,6 +202,176 @@ def row(clients, report):
     }
 
 
+MIB = 1 << 20
+
+
+def vm_hwm_mib(pid):
+    """Peak resident memory of process `pid`, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    sys.exit("no VmHWM in /proc")
+
+
+def metric(base, name):
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return None
+
+
+def upload(port, doc_id, size):
+    """One `POST /v1/documents` of exactly `size` bytes with `Expect: 100-continue`, streamed
+    from one reused chunk: the status, and whether the body was sent."""
+    head_json = ('{"id": "%s", "text": "' % doc_id).encode()
+    tail_json = b'"}'
+    blank = size - len(head_json) - len(tail_json)
+    chunk = b" " * MIB
+    with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
+        sock.sendall((f"POST /v1/documents HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                      f"Content-Type: application/json\r\nContent-Length: {size}\r\n"
+                      "Expect: 100-continue\r\nConnection: close\r\n\r\n").encode())
+        reader = sock.makefile("rb")
+        status = int(reader.readline().split()[1])
+        if status != 100:
+            return status, False
+        while reader.readline() not in (b"\r\n", b""):
+            pass
+        sock.sendall(head_json)
+        for start in range(0, blank, MIB):
+            sock.sendall(chunk[:min(MIB, blank - start)])
+        sock.sendall(tail_json)
+        return int(reader.readline().split()[1]), True
+
+
+def upload_run(lector, index, clients, size, admission, nice):
+    """Peak memory of a fresh server under `clients` concurrent uploads of `size` bytes."""
+    import threading
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    if admission:
+        limits = ["--workers", "1", "--queue", "2"]
+    else:
+        limits = ["--workers", "1", "--queue", str(clients),
+                  "--max-buffered-bytes", str(clients * size)]
+    server = subprocess.Popen(nice + [str(lector), "serve", "--index", str(index),
+                                      "--addr", f"127.0.0.1:{port}",
+                                      "--max-documents-bytes", str(size)] + limits)
+    try:
+        wait_healthy(base, server)
+        idle = vm_hwm_mib(server.pid)
+        results = []
+        lock = threading.Lock()
+
+        def client(i):
+            outcome = upload(port, f"upload-{i}", size)
+            with lock:
+                results.append(outcome)
+
+        start = time.perf_counter()
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        seconds = time.perf_counter() - start
+        codes = {}
+        for status, _ in results:
+            codes[status] = codes.get(status, 0) + 1
+        return {
+            "clients": clients, "admission": admission, "idle_mib": idle,
+            "peak_mib": vm_hwm_mib(server.pid), "seconds": seconds,
+            "bodies_sent": sum(sent for _, sent in results), "codes": codes,
+            "buffered_peak_mib": (metric(base, "lector_body_bytes_buffered_peak") or 0) / MIB,
+        }
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def uploads(lector, index, levels, size, nice):
+    rows = []
+    for clients in levels:
+        for admission in (False, True):
+            rows.append(upload_run(lector, index, clients, size, admission, nice))
+            print(f"uploads: {rows[-1]}", file=sys.stderr)
+    print(f"N concurrent uploads of {size / MIB:.0f} MiB (the largest allowed); one worker")
+    print()
+    print("| uploads | admission | peak RSS MiB (idle) | bodies buffered at peak MiB | bodies sent | statuses | seconds |")
+    print("| ---: | --- | ---: | ---: | ---: | --- | ---: |")
+    for r in rows:
+        mode = "before the body (queue 2)" if r["admission"] else f"all at once (queue {r['clients']})"
+        codes = ", ".join(f"{n}x{c}" for c, n in sorted(r["codes"].items()))
+        print(f"| {r['clients']} | {mode} | {r['peak_mib']:.0f} ({r['idle_mib']:.0f}) | "
+              f"{r['buffered_peak_mib']:.0f} | {r['bodies_sent']} | {codes} | {r['seconds']:.1f} |")
+    return rows
+
+
+def writer(base, rate, stop, out):
+    """Adds one small document every 1/rate seconds until `stop` is set: (latency, status) each."""
+    import http.client
+    from urllib.parse import urlparse
+
+    target = urlparse(base)
+    n = 0
+    next_at = time.perf_counter()
+    while not stop.is_set():
+        doc = {"id": f"written-{n}", "title": f"Written {n}",
+               "text": f"Bulletin {n}: the harbour crane number {n} was painted blue on day {n}."}
+        start = time.perf_counter()
+        conn = http.client.HTTPConnection(target.hostname, target.port, timeout=600)
+        try:
+            conn.request("POST", "/v1/documents", json.dumps(doc), {"Content-Type": "application/json"})
+            status = conn.getresponse().status
+        except OSError:
+            status = None
+        finally:
+            conn.close()
+        out.append((time.perf_counter() - start, status))
+        n += 1
+        next_at += 1 / rate
+        stop.wait(max(0.0, next_at - time.perf_counter()))
+
+
+def with_writes(url, base, levels, requests_per_client, rate):
+    """Ask latency without writes, then with a writer at `rate` documents/s."""
+    import threading
+
+    rows = []
+    for clients in levels:
+        requests = max(20, clients * requests_per_client)
+        quiet = load_python(url, clients, requests)
+        stop, writes = threading.Event(), []
+        thread = threading.Thread(target=writer, args=(base, rate, stop, writes))
+        thread.start()
+        busy = load_python(url, clients, requests)
+        stop.set()
+        thread.join()
+        latencies = sorted(t for t, _ in writes)
+        rows.append({
+            "clients": clients, "requests": requests,
+            "quiet": quiet["latencyPercentiles"], "busy": busy["latencyPercentiles"],
+            "quiet_codes": quiet["statusCodeDistribution"], "busy_codes": busy["statusCodeDistribution"],
+            "writes": len(writes), "write_codes": sorted({str(s) for _, s in writes}),
+            "write_p50": percentile(latencies, 0.5) if latencies else None,
+            "write_max": latencies[-1] if latencies else None,
+        })
+        print(f"writes: {rows[-1]}", file=sys.stderr)
+    print(f"POST /v1/ask latency (ms) without and with a writer adding {rate} documents/s")
+    print()
+    print("| clients | asks | p50 | p95 | p99 | p50 writing | p95 writing | p99 writing | p99 ratio | writes (statuses) | write p50 / max ms |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    for r in rows:
+        q, b = r["quiet"], r["busy"]
+        print(f"| {r['clients']} | {r['requests']} | {q['p50'] * 1000:.0f} | {q['p95'] * 1000:.0f} | "
+              f"{q['p99'] * 1000:.0f} | {b['p50'] * 1000:.0f} | {b['p95'] * 1000:.0f} | "
+              f"{b['p99'] * 1000:.0f} | {b['p99'] / q['p99']:.2f} | {r['writes']} "
+              f"({', '.join(r['write_codes'])}) | {r['write_p50'] * 1000:.0f} / {r['write_max'] * 1000:.0f} |")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--concurrency", default="1,8,32")
@@ -192,13 +382,21 @@ def main():
     ap.add_argument("--client", choices=["oha", "wrk", "python"], default="oha",
                     help="load generator: oha (installed if missing), wrk or Python threads")
     ap.add_argument("--seconds", type=int, default=30, help="wrk: seconds per concurrency level")
+    ap.add_argument("--uploads", help="peak memory under these numbers of concurrent uploads, e.g. 8,32")
+    ap.add_argument("--upload-mb", type=int, default=64, help="size of each upload (the limit), MiB")
+    ap.add_argument("--writes", action="store_true",
+                    help="ask latency without, then with, a writer adding documents")
+    ap.add_argument("--write-rate", type=float, default=2.0, help="documents written per second")
+    ap.add_argument("--no-build", action="store_true", help="use target/release/lector as it is")
     args = ap.parse_args()
     nice = ["nice", "-n", "19"] if args.nice else []
+    levels = [int(c) for c in args.concurrency.split(",")]
 
-    run(nice + ["cargo", "build", "--release", "--locked", "-p", "lector-cli"], cwd=ROOT)
+    if not args.no_build:
+        run(nice + ["cargo", "build", "--release", "--locked", "-p", "lector-cli"], cwd=ROOT)
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     lector = target / "release" / "lector"
-    oha_bin = oha(nice) if args.client == "oha" else None
+    oha_bin = oha(nice) if args.client == "oha" and not args.writes else None
     if args.client == "oha":
         send = lambda c, n: load(oha_bin, url, c, n, nice)
     elif args.client == "wrk":
@@ -210,6 +408,12 @@ def main():
         index = Path(tmp) / "index"
         run([str(lector), "index", "add", str(ROOT / "samples" / "squad-v1.1-sample.json"),
              "--index", str(index)], stdout=subprocess.DEVNULL)
+        if args.uploads:
+            rows = uploads(lector, index, [int(n) for n in args.uploads.split(",")],
+                           args.upload_mb * MIB, nice)
+            if args.json:
+                Path(args.json).write_text(json.dumps(rows, indent=2))
+            return
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         url = base + "/v1/ask"
@@ -218,8 +422,13 @@ def main():
         try:
             wait_healthy(base, server)
             send(1, 3)  # warm-up
+            if args.writes:
+                rows = with_writes(url, base, levels, args.requests_per_client, args.write_rate)
+                if args.json:
+                    Path(args.json).write_text(json.dumps(rows, indent=2))
+                return
             rows = []
-            for clients in (int(c) for c in args.concurrency.split(",")):
+            for clients in levels:
                 requests = max(20, clients * args.requests_per_client)
                 rows.append(row(clients, send(clients, requests)))
                 print(f"{clients} clients done: {rows[-1]}", file=sys.stderr)

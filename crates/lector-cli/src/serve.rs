@@ -55,6 +55,9 @@ pub struct ServeArgs {
     /// Requests allowed to wait for a worker (503 beyond).
     #[arg(long, default_value_t = lector_server::limit::DEFAULT_MAX_QUEUED)]
     queue: usize,
+    /// Request body bytes buffered at once, all requests together (503 unread beyond).
+    #[arg(long, default_value_t = lector_server::limit::DEFAULT_MAX_BUFFERED_BYTES)]
+    max_buffered_bytes: usize,
     #[command(flatten)]
     retrieval: RetrievalOptions,
     #[command(flatten)]
@@ -173,6 +176,8 @@ fn limits(args: &ServeArgs) -> Result<Limits> {
             .workers
             .unwrap_or_else(lector_server::limit::default_running),
         max_queued: args.queue,
+        max_buffered_bytes: args.max_buffered_bytes,
+        ..Limits::default()
     })
 }
 

@@ -1,17 +1,17 @@
 //! The JSON routes: ask (extractive here, generative in [`crate::generative`]), search, and
 //! document writes and reads.
 //!
-//! Bodies are parsed here rather than by axum's `Json` extractor, so every malformed body is a
-//! 400 with serde's message (which names an unknown or missing field and the position), not
-//! a 415 or 422, and a body over the route's limit is a 413, all with a JSON error body.
+//! Bodies are read only once the request is admitted ([`crate::limit`]), and parsed here rather
+//! than by axum's `Json` extractor, so every malformed body is a 400 with serde's message (which
+//! names an unknown or missing field and the position), not a 415 or 422, and a body over the
+//! route's limit is a 413, all with a JSON error body.
 
 use crate::error::ApiError;
 use crate::generative::{self, GenerativeAsk};
 use crate::limit::{blocking, MAX_K};
 use crate::state::AppState;
-use axum::body::Bytes;
-use axum::extract::rejection::{BytesRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
@@ -167,9 +167,12 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 /// generative, see [`crate::generative`].
 pub async fn ask(
     State(state): State<Arc<AppState>>,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Result<HttpResponse, ApiError> {
-    let request: AskRequest = parse_json(&body?)?;
+    let limit = state.gate.limits().max_ask_bytes;
+    let (admission, body) = state.gate.admit_and_read(request, limit).await?;
+    let request: AskRequest = parse_json(&body)?;
+    drop(body);
     if request.question.trim().is_empty() {
         return Err(ApiError::bad_request("the question is empty"));
     }
@@ -177,7 +180,7 @@ pub async fn ask(
     let search = search_options(&state, retrieval)?;
     if mode == AnswerMode::Generative {
         let ask = generative_ask(&request, search)?;
-        return generative::ask(state, ask).await;
+        return generative::ask(state, admission, ask).await;
     }
     if let Some(field) = request.generation_fields().first() {
         return Err(ApiError::bad_request(format!(
@@ -188,7 +191,7 @@ pub async fn ask(
     let shared = state.clone();
     let out = state
         .gate
-        .run(move || answer(&shared, &request, &options))
+        .run_admitted(admission, move || answer(&shared, &request, &options))
         .await?;
     Ok(Json(out).into_response())
 }
@@ -303,13 +306,17 @@ pub async fn search(
 /// The batch is checked first; one invalid document rejects it all.
 pub async fn put_documents(
     State(state): State<Arc<AppState>>,
-    body: Result<Bytes, BytesRejection>,
+    request: Request,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let body = body?;
+    // Refused before the body is read: no upload can change that answer.
+    state.check_writable()?;
+    let limit = state.gate.limits().max_documents_bytes;
+    let (admission, body) = state.gate.admit_and_read(request, limit).await?;
     let batch: Vec<DocumentIn> = match body.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'[') => parse_json(&body)?,
         _ => vec![parse_json(&body)?],
     };
+    drop(body);
     let documents = batch
         .into_iter()
         .enumerate()
@@ -321,7 +328,7 @@ pub async fn put_documents(
     let shared = state.clone();
     let (results, info) = state
         .gate
-        .run(move || {
+        .run_admitted(admission, move || {
             let mut writer = shared.writer()?;
             let results: Vec<(String, AddOutcome)> = documents
                 .into_iter()

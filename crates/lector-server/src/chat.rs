@@ -20,9 +20,7 @@ use crate::error::ApiError;
 use crate::generative::{self, finish_name};
 use crate::state::AppState;
 use crate::stream::{self, Progress, Reporter};
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -79,22 +77,19 @@ struct Meta {
 }
 
 /// `POST /v1/chat/completions`; every error in OpenAI's shape.
-pub async fn completions(
-    State(state): State<Arc<AppState>>,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    match complete(state, body).await {
+pub async fn completions(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    match complete(state, request).await {
         Ok(response) => response,
         Err(err) => err.into_openai_response(),
     }
 }
 
-async fn complete(
-    state: Arc<AppState>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+async fn complete(state: Arc<AppState>, request: Request) -> Result<Response, ApiError> {
     let generator = state.generator()?;
-    let request: ChatRequest = parse_json(&body?)?;
+    let limit = state.gate.limits().max_ask_bytes;
+    let (admission, body) = state.gate.admit_and_read(request, limit).await?;
+    let request: ChatRequest = parse_json(&body)?;
+    drop(body);
     let messages = messages(&request)?;
     if request.n.is_some_and(|n| n != 1) {
         return Err(ApiError::bad_request("only `n` = 1 is supported"));
@@ -118,7 +113,7 @@ async fn complete(
     };
     let max_tokens = request.max_tokens;
     let (shared, work_meta) = (state.clone(), meta.clone());
-    let running = stream::start(&state, move |reporter| {
+    let running = stream::start(&state, admission, move |reporter| {
         let generation = Generation {
             generator: generator.as_ref(),
             messages: &messages,

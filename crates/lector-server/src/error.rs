@@ -2,7 +2,7 @@
 //! on the OpenAI-compatible routes OpenAI's `{"error": {"message": "...", "type": "..."}}`, see
 //! [`ApiError::into_openai_response`]); [`Error`] is what can stop the server itself.
 
-use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::rejection::QueryRejection;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -49,6 +49,35 @@ impl ApiError {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("the server is saturated ({running} requests running, {queued} waiting); retry shortly"),
+        )
+    }
+
+    /// 503: the bodies admitted already fill the body budget.
+    pub fn bodies_full(budget: usize) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the server is saturated: request bodies already fill its budget of {budget} bytes; retry shortly"
+            ),
+        )
+    }
+
+    /// 413: the body is (or declares itself) larger than the route allows.
+    pub fn too_large(bytes: u64, limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body of {bytes} bytes is over the length limit of {limit} bytes"),
+        )
+    }
+
+    /// 408: the client took longer than the limit to send its body.
+    pub fn body_timeout(limit: Duration) -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body took longer than the limit of {} s to arrive",
+                limit.as_secs_f64()
+            ),
         )
     }
 
@@ -143,17 +172,6 @@ impl From<lector_generate::Error> for ApiError {
             E::Endpoint { .. } => ApiError::new(StatusCode::BAD_GATEWAY, err.to_string()),
             _ => ApiError::internal(err.to_string()),
         }
-    }
-}
-
-/// A body that could not be read: too large (413) or cut off (400).
-impl From<BytesRejection> for ApiError {
-    fn from(rejection: BytesRejection) -> Self {
-        let status = match rejection.status() {
-            StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
-            _ => StatusCode::BAD_REQUEST,
-        };
-        ApiError::new(status, rejection.body_text())
     }
 }
 

@@ -6,6 +6,7 @@
 //! then an `answer` event with the same JSON, then `done`.
 
 use crate::error::ApiError;
+use crate::limit::Admission;
 use crate::state::AppState;
 use crate::stream::{self, json_event, Progress, Reporter};
 use axum::response::sse::Event;
@@ -35,11 +36,15 @@ pub struct GenerativeAsk {
 }
 
 /// Answers `ask` as JSON, or as server-sent events; 501 without a generator.
-pub async fn ask(state: Arc<AppState>, ask: GenerativeAsk) -> Result<Response, ApiError> {
+pub async fn ask(
+    state: Arc<AppState>,
+    admission: Admission,
+    ask: GenerativeAsk,
+) -> Result<Response, ApiError> {
     let generator = state.generator()?;
     let stream = ask.stream;
     let shared = state.clone();
-    let running = stream::start(&state, move |reporter| {
+    let running = stream::start(&state, admission, move |reporter| {
         answer(&shared, generator.as_ref(), &ask, reporter)
     })
     .await?;

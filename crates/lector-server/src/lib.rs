@@ -20,16 +20,22 @@
 //! [`Config::insecure_no_auth`] is set. Metric labels are bounded: unmatched paths are
 //! `unmatched` and made-up methods `other`.
 //!
-//! Reading and generating are CPU work on tokio's blocking pool behind a bounded gate ([`limit`]);
-//! a generation stops when its client goes away ([`stream`]). Without a generator
+//! A request is admitted before its body is read: a slot and its body's bytes from a budget, 503
+//! at once when either is short, 413 unread when the body declares more than its route allows,
+//! 408 when an admitted body does not arrive in time; connections are capped ([`limit`],
+//! [`body`], [`conn`]). Reading and generating are CPU work on tokio's blocking pool behind the
+//! same bounded gate; a generation stops when its client goes away ([`stream`]). Without a generator
 //! ([`AppState::with_generator`]), generative asks and chat completions get 501. Document
 //! writes go through the index's single writer and each commits before it answers; after a
-//! commit, later requests see the new documents (the pipeline's index is swapped for the
-//! writer's new snapshot, see [`state`]).
+//! commit, later requests see the new documents. Asks read an immutable snapshot, so a write
+//! never waits for asks in flight, which finish on the snapshot they started with (see
+//! [`state`]).
 
 pub mod access;
 pub mod api;
+pub mod body;
 pub mod chat;
+pub mod conn;
 pub mod error;
 pub mod generative;
 pub mod limit;
@@ -42,7 +48,7 @@ pub use error::{ApiError, Error};
 pub use limit::Limits;
 pub use state::{AppState, Config, SharedEmbedder};
 
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
@@ -59,25 +65,15 @@ pub const PAGE: &str = include_str!("../assets/index.html");
 pub const OPENAPI: &str = include_str!("../assets/openapi.json");
 
 /// Every route with its middleware: metrics (outermost, so refusals count too), the `Host`
-/// and `Origin` checks, the API key check, the JSON-only rule for bodies, then per-route body
-/// limits (see [`access`]).
+/// and `Origin` checks, the API key check and the JSON-only rule for bodies (see [`access`]).
+/// None of them reads a body: handlers read theirs once admitted ([`limit::Gate::admit_and_read`]).
 pub fn router(state: Arc<AppState>) -> Router {
-    let limits = state.gate.limits();
     Router::new()
         .route("/", get(page))
-        .route(
-            "/v1/ask",
-            post(api::ask).layer(DefaultBodyLimit::max(limits.max_ask_bytes)),
-        )
-        .route(
-            "/v1/chat/completions",
-            post(chat::completions).layer(DefaultBodyLimit::max(limits.max_ask_bytes)),
-        )
+        .route("/v1/ask", post(api::ask))
+        .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/search", get(api::search))
-        .route(
-            "/v1/documents",
-            post(api::put_documents).layer(DefaultBodyLimit::max(limits.max_documents_bytes)),
-        )
+        .route("/v1/documents", post(api::put_documents))
         .route(
             "/v1/documents/{id}",
             get(api::get_document).delete(api::delete_document),
@@ -113,9 +109,9 @@ pub async fn serve(
     let config = &state.config;
     access::check_exposure(addr, config.api_key.as_ref(), config.insecure_no_auth)?;
     state.set_bound(addr.ip());
-    axum::serve(listener, router(state.clone()))
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let listener = conn::LimitedListener::new(listener, state.gate.connection_permits());
+    let header_timeout = state.gate.limits().header_timeout;
+    conn::serve(listener, router(state.clone()), header_timeout, shutdown).await;
     let info = tokio::task::spawn_blocking(move || state.shutdown())
         .await
         .map_err(std::io::Error::other)??;

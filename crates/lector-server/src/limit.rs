@@ -1,16 +1,32 @@
-//! The server's limits and the gate CPU-heavy work passes through.
+//! The server's limits and the gate every request with work or a body passes through.
 //!
-//! Reading is synchronous CPU work, so a request runs on tokio's blocking pool, at most
-//! [`Limits::max_running`] at a time. Requests beyond that wait in a bounded queue (at most
-//! [`Limits::max_queued`]); a request that finds the queue full gets 503 at once instead of
-//! piling up, and one that waits and runs longer than [`Limits::timeout`] gets 504. The
-//! permits travel with the blocking work, so work whose client already got a 504 still counts
-//! until it ends: the limit bounds the CPU, not only the open connections.
+//! **Admission comes first.** A request is admitted before anything costly happens to it: a
+//! slot ([`Limits::max_running`] running plus [`Limits::max_queued`] waiting) and, for a request
+//! with a body, the body's bytes from a budget ([`Limits::max_buffered_bytes`]: its
+//! `Content-Length`, or the route's limit when the length is not declared). A request that finds
+//! no slot or not enough budget gets 503 at once, before its body is read, so memory held by
+//! bodies is bounded by the budget (and by slots times the route limits), never by how many
+//! clients upload at once. A body declared larger than its route allows gets 413 unread. The
+//! admitted body is then read within [`Limits::body_timeout`] (408 past it: a client trickling
+//! its body cannot hold a slot for long), and its bytes stay reserved until the response, since
+//! the parsed request is about as large as the body.
+//!
+//! **Work.** Reading is synchronous CPU work, so an admitted request runs on tokio's blocking
+//! pool, at most [`Limits::max_running`] at a time, waiting for a worker at most
+//! [`Limits::timeout`] (504 past it, also when it then runs too long). The permits travel with
+//! the blocking work, so work whose client already got a 504 still counts until it ends: the
+//! limit bounds the CPU, not only the open connections.
+//!
+//! **Connections.** At most [`Limits::max_connections`] are open at once, and each request's
+//! head must arrive within [`Limits::header_timeout`] ([`crate::conn`]); further clients wait in
+//! the listen backlog until a connection closes.
 
+use crate::body::{Body, BodyGauge};
 use crate::error::ApiError;
+use axum::extract::Request;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{timeout_at, Instant};
 
 /// Largest `POST /v1/ask` body (and of the other small JSON bodies): 1 MiB.
@@ -22,6 +38,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Requests allowed to wait for a worker: 256 (a load test with hundreds of clients queues
 /// rather than failing).
 pub const DEFAULT_MAX_QUEUED: usize = 256;
+/// Bytes of request bodies buffered at once, all requests together: 256 MiB (four
+/// maximum-size document uploads).
+pub const DEFAULT_MAX_BUFFERED_BYTES: usize = 256 << 20;
+/// Longest an admitted request may take to send its body: 30 s.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest a client may take to send a request's head, or stay idle between requests: 30 s.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections open at once: 1024.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Most passages one question may ask for (`k`).
 pub const MAX_K: usize = 100;
 
@@ -37,8 +62,19 @@ pub struct Limits {
     /// CPU-heavy requests (ask, search, document writes) running at once [default: the number
     /// of CPUs].
     pub max_running: usize,
-    /// CPU-heavy requests allowed to wait for a worker; more get 503.
+    /// CPU-heavy requests allowed to wait for a worker (or to send their body); more get 503.
     pub max_queued: usize,
+    /// Bytes of request bodies admitted at once, all requests together; a body that does not
+    /// fit gets 503 before it is read. Never less than the largest body limit, so that any
+    /// allowed body fits an idle server.
+    pub max_buffered_bytes: usize,
+    /// Longest an admitted request may take to send its body; 408 past it.
+    pub body_timeout: Duration,
+    /// Connections open at once; more wait to be accepted.
+    pub max_connections: usize,
+    /// Longest a client may take to send a request's head (or keep a connection idle between
+    /// requests); the connection is closed past it.
+    pub header_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -49,6 +85,10 @@ impl Default for Limits {
             timeout: DEFAULT_TIMEOUT,
             max_running: default_running(),
             max_queued: DEFAULT_MAX_QUEUED,
+            max_buffered_bytes: DEFAULT_MAX_BUFFERED_BYTES,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
         }
     }
 }
@@ -58,26 +98,46 @@ pub fn default_running() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-/// Admits, queues and times CPU-heavy work (see the module documentation).
+/// Admits, queues and times requests (see the module documentation).
 pub struct Gate {
     /// Permits for running or waiting: `max_running + max_queued`.
     admission: Arc<Semaphore>,
     /// Permits for running.
     running: Arc<Semaphore>,
+    /// The body budget, one permit per KiB (a semaphore counts in `u32` at a time).
+    body_budget: Arc<Semaphore>,
+    /// Body bytes actually buffered, now and at the peak.
+    buffered: Arc<BodyGauge>,
+    /// Permits for open connections.
+    connections: Arc<Semaphore>,
     limits: Limits,
 }
 
+/// A request let in: its slot and the bytes reserved for its body, released when dropped.
+pub struct Admission {
+    _slot: OwnedSemaphorePermit,
+    _body: Option<OwnedSemaphorePermit>,
+}
+
 impl Gate {
-    /// A gate enforcing `limits` (at least one worker).
+    /// A gate enforcing `limits` (at least one worker, one connection, and a body budget that
+    /// holds the largest allowed body).
     pub fn new(limits: Limits) -> Self {
         let running = limits.max_running.max(1);
+        let largest_body = limits.max_ask_bytes.max(limits.max_documents_bytes);
+        let limits = Limits {
+            max_running: running,
+            max_buffered_bytes: limits.max_buffered_bytes.max(largest_body),
+            max_connections: limits.max_connections.max(1),
+            ..limits
+        };
         Gate {
             admission: Arc::new(Semaphore::new(running + limits.max_queued)),
             running: Arc::new(Semaphore::new(running)),
-            limits: Limits {
-                max_running: running,
-                ..limits
-            },
+            body_budget: Arc::new(Semaphore::new(kib(limits.max_buffered_bytes) as usize)),
+            buffered: Arc::default(),
+            connections: Arc::new(Semaphore::new(limits.max_connections)),
+            limits,
         }
     }
 
@@ -91,25 +151,88 @@ impl Gate {
         self.limits.max_running - self.running.available_permits()
     }
 
-    /// Requests waiting for a worker now.
+    /// Requests admitted and not running now: waiting for a worker or sending their body.
     pub fn queued(&self) -> usize {
         let admitted =
             self.limits.max_running + self.limits.max_queued - self.admission.available_permits();
         admitted.saturating_sub(self.running())
     }
 
-    /// Runs `work` on the blocking pool once a worker is free: 503 when the queue is full, 504
-    /// past the timeout (the work itself then still finishes, holding its worker).
+    /// Body bytes buffered now and the most buffered at once since the start.
+    pub fn buffered_bytes(&self) -> (usize, usize) {
+        self.buffered.now_and_peak()
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.limits.max_connections - self.connections.available_permits()
+    }
+
+    /// The connection permits the listener takes one of per connection.
+    pub(crate) fn connection_permits(&self) -> Arc<Semaphore> {
+        self.connections.clone()
+    }
+
+    /// Admits a request whose body is at most `body_bytes` (0 without a body): 503 at once when
+    /// no slot or not enough of the body budget is free.
+    pub fn admit(&self, body_bytes: usize) -> Result<Admission, ApiError> {
+        let slot = self
+            .admission
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::busy(self.running(), self.queued()))?;
+        let body = match body_bytes {
+            0 => None,
+            n => Some(
+                self.body_budget
+                    .clone()
+                    .try_acquire_many_owned(kib(n))
+                    .map_err(|_| ApiError::bodies_full(self.limits.max_buffered_bytes))?,
+            ),
+        };
+        Ok(Admission {
+            _slot: slot,
+            _body: body,
+        })
+    }
+
+    /// Admits `request` by its declared body size (413 unread above `limit`, 503 when it does
+    /// not fit now), then reads its body within the body timeout (408).
+    pub async fn admit_and_read(
+        &self,
+        request: Request,
+        limit: usize,
+    ) -> Result<(Admission, Body), ApiError> {
+        let reserved = crate::body::declared_length(request.headers(), limit)?;
+        let admission = self.admit(reserved)?;
+        let deadline = Instant::now() + self.limits.body_timeout;
+        let body = crate::body::read(
+            request.into_body(),
+            reserved,
+            deadline,
+            self.limits.body_timeout,
+            &self.buffered,
+        )
+        .await?;
+        Ok((admission, body))
+    }
+
+    /// Admits work without a body and runs it (see [`Gate::run_admitted`]).
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce() -> Result<T, ApiError> + Send + 'static,
     {
-        let admitted = self
-            .admission
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| ApiError::busy(self.running(), self.queued()))?;
+        self.run_admitted(self.admit(0)?, work).await
+    }
+
+    /// Runs admitted `work` on the blocking pool once a worker is free: 504 past the timeout
+    /// (the work itself then still finishes, holding its worker and its admission).
+    pub async fn run_admitted<T, F>(&self, admitted: Admission, work: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    {
         let deadline = Instant::now() + self.limits.timeout;
         let worker = timeout_at(deadline, self.running.clone().acquire_owned())
             .await
@@ -125,6 +248,11 @@ impl Gate {
             Ok(Ok(result)) => result,
         }
     }
+}
+
+/// `bytes` in KiB, rounded up, as semaphore permits.
+fn kib(bytes: usize) -> u32 {
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
 }
 
 /// Runs short blocking work (a lookup that may wait for the index lock) off the async threads.
@@ -178,6 +306,35 @@ mod tests {
         assert!(first.await.unwrap().is_ok());
         assert!(second.await.unwrap().is_ok());
         assert_eq!((gate.running(), gate.queued()), (0, 0));
+    }
+
+    #[test]
+    fn bodies_hold_their_bytes_of_the_budget_until_dropped() {
+        let gate = Gate::new(Limits {
+            max_running: 1,
+            max_queued: 8,
+            max_ask_bytes: 1024,
+            max_documents_bytes: 4096,
+            max_buffered_bytes: 6000,
+            ..Limits::default()
+        });
+        let first = gate.admit(4096).unwrap();
+        let err = gate.admit(4096).err().unwrap();
+        assert_eq!(err.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(err.message.contains("6000 bytes"), "{}", err.message);
+        let small = gate.admit(1024).unwrap();
+        drop(first);
+        let _second = gate.admit(4096).unwrap();
+        drop(small);
+        // A budget below the largest body would refuse that body forever: it is raised.
+        let gate = Gate::new(Limits {
+            max_ask_bytes: 1024,
+            max_documents_bytes: 4096,
+            max_buffered_bytes: 1,
+            ..Limits::default()
+        });
+        assert_eq!(gate.limits().max_buffered_bytes, 4096);
+        assert!(gate.admit(4096).is_ok());
     }
 
     #[tokio::test]

@@ -76,8 +76,16 @@ pub struct Gauges {
     pub generation: u64,
     /// CPU-heavy requests running.
     pub running: usize,
-    /// CPU-heavy requests waiting for a worker.
+    /// Requests admitted and waiting for a worker or sending their body.
     pub queued: usize,
+    /// Request body bytes buffered now.
+    pub body_bytes: usize,
+    /// The most request body bytes buffered at once since the start.
+    pub body_bytes_peak: usize,
+    /// The body budget, in bytes.
+    pub body_budget: usize,
+    /// Connections open.
+    pub connections: usize,
 }
 
 impl Metrics {
@@ -199,8 +207,32 @@ impl Metrics {
         gauge(
             &mut out,
             "lector_requests_queued",
-            "CPU-heavy requests waiting for a worker now.",
+            "Requests admitted and waiting for a worker or sending their body now.",
             gauges.queued as f64,
+        );
+        gauge(
+            &mut out,
+            "lector_body_bytes_buffered",
+            "Request body bytes buffered now.",
+            gauges.body_bytes as f64,
+        );
+        gauge(
+            &mut out,
+            "lector_body_bytes_buffered_peak",
+            "The most request body bytes buffered at once since the start.",
+            gauges.body_bytes_peak as f64,
+        );
+        gauge(
+            &mut out,
+            "lector_body_bytes_budget",
+            "Request body bytes that may be buffered at once (more get 503 unread).",
+            gauges.body_budget as f64,
+        );
+        gauge(
+            &mut out,
+            "lector_connections_open",
+            "Connections open now.",
+            gauges.connections as f64,
         );
         out
     }

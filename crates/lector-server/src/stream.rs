@@ -11,6 +11,7 @@
 //! way: the handler answers 504 (or an error event) and drops the receiver.
 
 use crate::error::ApiError;
+use crate::limit::Admission;
 use crate::state::AppState;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::stream::{self, Stream, StreamExt};
@@ -67,9 +68,13 @@ pub struct Running {
     receiver: UnboundedReceiver<Message>,
 }
 
-/// Runs `work` behind the gate and waits until it produces its first token or ends: the error
-/// when it failed before generating anything (queue full, timeout, invalid input).
-pub async fn start<F>(state: &Arc<AppState>, work: F) -> Result<Running, ApiError>
+/// Runs admitted `work` behind the gate and waits until it produces its first token or ends: the
+/// error when it failed before generating anything (timeout, invalid input).
+pub async fn start<F>(
+    state: &Arc<AppState>,
+    admission: Admission,
+    work: F,
+) -> Result<Running, ApiError>
 where
     F: FnOnce(&Reporter) -> Result<Value, ApiError> + Send + 'static,
 {
@@ -82,7 +87,7 @@ where
     tokio::spawn(async move {
         let result = shared
             .gate
-            .run(move || {
+            .run_admitted(admission, move || {
                 if reporter.client_gone() {
                     return Err(ApiError::bad_request("the client went away"));
                 }

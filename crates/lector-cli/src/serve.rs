@@ -47,10 +47,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = lector_server::limit::DEFAULT_MAX_DOCUMENTS_BYTES)]
     max_documents_bytes: usize,
     /// Longest a request may wait for a worker and run, in seconds (504 beyond).
-    #[arg(long, default_value_t = lector_server::limit::DEFAULT_TIMEOUT.as_secs_f64())]
+    #[arg(long, value_parser = crate::values::seconds, default_value_t = lector_server::limit::DEFAULT_TIMEOUT.as_secs_f64())]
     timeout_secs: f64,
     /// Asks, searches and document writes running at once [default: the number of CPUs].
-    #[arg(long)]
+    #[arg(long, value_parser = crate::values::at_least_one)]
     workers: Option<usize>,
     /// Requests allowed to wait for a worker (503 beyond).
     #[arg(long, default_value_t = lector_server::limit::DEFAULT_MAX_QUEUED)]

@@ -345,7 +345,7 @@ fn bad_input_gives_one_clear_line() {
         "{err}"
     );
     let err = fails(&lector(&["ask", "Who won?", "--index", &index, "--k", "0"]));
-    assert!(err.contains("k must be at least 1"), "{err}");
+    assert!(err.contains("'--k <K>': must be at least 1"), "{err}");
     let err = fails(&lector(&[
         "calibrate",
         "--squad",

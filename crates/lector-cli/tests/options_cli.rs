@@ -1,0 +1,61 @@
+//! Numeric options that cannot work are refused when the arguments are parsed, naming the option,
+//! instead of panicking (`--timeout-secs 1e20`) or silently refusing everything (`--max-doc-mb -1`).
+
+use std::process::Command;
+
+fn refused(args: &[&str], option: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args(args)
+        .output()
+        .expect("lector runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(option),
+        "{args:?} should name {option}: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+}
+
+#[test]
+fn impossible_numbers_are_refused_with_the_option_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let index = index.to_str().unwrap();
+    refused(
+        &["serve", "--index", index, "--timeout-secs", "1e20"],
+        "--timeout-secs",
+    );
+    refused(
+        &["serve", "--index", index, "--timeout-secs", "NaN"],
+        "--timeout-secs",
+    );
+    refused(&["serve", "--index", index, "--workers", "0"], "--workers");
+    refused(
+        &[
+            "index",
+            "add",
+            "x.txt",
+            "--index",
+            index,
+            "--max-doc-mb",
+            "-1",
+        ],
+        "--max-doc-mb",
+    );
+    refused(
+        &["index", "add", "x.txt", "--index", index, "--b", "1.5"],
+        "--b",
+    );
+    refused(&["ask", "q", "--index", index, "--k", "0"], "--k");
+    refused(
+        &["search", "q", "--index", index, "--rrf-k", "-1"],
+        "--rrf-k",
+    );
+    refused(
+        &["read", "--squad", "x.json", "--max-seq-len", "0"],
+        "--max-seq-len",
+    );
+    // Nothing was created by a refused command.
+    assert!(!dir.path().join("index").exists());
+}

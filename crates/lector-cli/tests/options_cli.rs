@@ -32,15 +32,7 @@ fn impossible_numbers_are_refused_with_the_option_named() {
     );
     refused(&["serve", "--index", index, "--workers", "0"], "--workers");
     refused(
-        &[
-            "index",
-            "add",
-            "x.txt",
-            "--index",
-            index,
-            "--max-doc-mb",
-            "-1",
-        ],
+        &["index", "add", "x.txt", "--index", index, "--max-doc-mb=-1"],
         "--max-doc-mb",
     );
     refused(
@@ -48,10 +40,7 @@ fn impossible_numbers_are_refused_with_the_option_named() {
         "--b",
     );
     refused(&["ask", "q", "--index", index, "--k", "0"], "--k");
-    refused(
-        &["search", "q", "--index", index, "--rrf-k", "-1"],
-        "--rrf-k",
-    );
+    refused(&["search", "q", "--index", index, "--rrf-k=-1"], "--rrf-k");
     refused(
         &["read", "--squad", "x.json", "--max-seq-len", "0"],
         "--max-seq-len",

@@ -396,7 +396,7 @@ def main():
         run(nice + ["cargo", "build", "--release", "--locked", "-p", "lector-cli"], cwd=ROOT)
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     lector = target / "release" / "lector"
-    oha_bin = oha(nice) if args.client == "oha" and not args.writes else None
+    oha_bin = oha(nice) if args.client == "oha" and not (args.writes or args.uploads) else None
     if args.client == "oha":
         send = lambda c, n: load(oha_bin, url, c, n, nice)
     elif args.client == "wrk":

@@ -6,7 +6,7 @@ interpreter that `tools/setup-hf.sh` prints:
 
     PY=$(bash tools/setup-hf.sh | tail -1)
     $PY tools/hf_qa_reference.py --model models/reader-minilm-squad \
-        --data /work/shared/data/squad/dev-v1.1.json --limit 500 \
+        --data ../shared/data/squad/dev-v1.1.json --limit 500 \
         --out /tmp/pred.json --details /tmp/details.json [--handle-impossible-answer] [--batch-size 1]
 
 Outputs

@@ -406,7 +406,9 @@ def folder_size(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="crates/lector-models/tests/fixtures")
-    ap.add_argument("--squad", default="/work/shared/data/squad/dev-v1.1.json",
+    data = os.environ.get("LECTOR_DATA_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "..", "shared", "data")
+    ap.add_argument("--squad", default=os.path.join(data, "squad", "dev-v1.1.json"),
                     help="SQuAD json whose contexts/questions train the tiny tokenizers")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()

@@ -3,22 +3,19 @@
 //!
 //! Requests are written on raw sockets, so that a test controls when (and whether) a body is
 //! sent: a client that the server refuses never sends its body at all.
+mod common;
 
-use lector_index::{IndexSettings, IndexWriter, Mode, SearchOptions};
-use lector_ingest::{self as ingest, IngestOptions, Item};
+use common::workspace;
+
+use lector_index::{Mode, SearchOptions};
 use lector_pipeline::Pipeline;
 use lector_reader::Reader;
 use lector_server::{AppState, Config, Limits};
 use serde_json::{json, Value};
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// A server on a free loopback port; shut down when dropped.
 struct Server {
@@ -31,18 +28,7 @@ struct Server {
 impl Server {
     fn start(limits: Limits) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
-        let walk = ingest::walk(&[workspace().join("samples/squad-v1.1-sample.json")]);
-        for file in &walk.files {
-            ingest::read_file(file, &IngestOptions::default(), &mut |item, _| {
-                if let Item::Document(doc) = item {
-                    writer.add(doc);
-                }
-                Ok(())
-            })
-            .unwrap();
-        }
-        writer.commit().unwrap();
+        let writer = common::sample_writer(dir.path());
         let index = writer.committed().clone();
         let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
         let config = Config::new(SearchOptions::for_index(&index, Mode::Bm25), limits);

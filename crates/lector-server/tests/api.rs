@@ -1,21 +1,18 @@
 //! The server over real HTTP on a loopback port: the shipped reader, a real index on disk of the
 //! bundled sample (the first ten paragraphs of SQuAD v1.1 dev "Super Bowl 50").
 
-use lector_index::{IndexSettings, IndexWriter, Mode, SearchOptions};
-use lector_ingest::{self as ingest, IngestOptions, Item};
+mod common;
+
+use common::workspace;
+use lector_index::{Mode, SearchOptions};
 use lector_pipeline::Pipeline;
 use lector_reader::Reader;
 use lector_server::{AppState, Config, Limits};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// A server on a free loopback port; shut down (gracefully) when dropped.
 struct Server {
@@ -28,18 +25,7 @@ struct Server {
 impl Server {
     fn start(limits: Limits, api_key: Option<&str>) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
-        let walk = ingest::walk(&[workspace().join("samples/squad-v1.1-sample.json")]);
-        for file in &walk.files {
-            ingest::read_file(file, &IngestOptions::default(), &mut |item, _| {
-                if let Item::Document(doc) = item {
-                    writer.add(doc);
-                }
-                Ok(())
-            })
-            .unwrap();
-        }
-        writer.commit().unwrap();
+        let writer = common::sample_writer(dir.path());
         let index = writer.committed().clone();
         let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
         let mut config = Config::new(SearchOptions::for_index(&index, Mode::Bm25), limits);

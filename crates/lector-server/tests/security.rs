@@ -4,11 +4,13 @@
 //! (403) while the page's own requests work, the API key on every route, the refusal to serve
 //! beyond loopback without a key, bounded metric labels, and prompt-injection markers that
 //! neither survive sanitising nor become special tokens.
+mod common;
+
+use common::workspace;
 
 use lector_generate::grounded::{self, Passage};
 use lector_generate::{Generator, LocalGenerator};
-use lector_index::{IndexSettings, IndexWriter, Mode, SearchOptions};
-use lector_ingest::{self as ingest, IngestOptions, Item};
+use lector_index::{Mode, SearchOptions};
 use lector_pipeline::Pipeline;
 use lector_reader::Reader;
 use lector_server::{ApiKey, AppState, Config, Error, Limits};
@@ -16,28 +18,13 @@ use serde_json::json;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// App state over a fresh index of the bundled sample (10 documents), set up by `configure`.
 fn state(dir: &Path, configure: impl FnOnce(&mut Config)) -> Arc<AppState> {
-    let mut writer = IndexWriter::open_or_create(dir, IndexSettings::default()).unwrap();
-    let walk = ingest::walk(&[workspace().join("samples/squad-v1.1-sample.json")]);
-    for file in &walk.files {
-        ingest::read_file(file, &IngestOptions::default(), &mut |item, _| {
-            if let Item::Document(doc) = item {
-                writer.add(doc);
-            }
-            Ok(())
-        })
-        .unwrap();
-    }
-    writer.commit().unwrap();
+    let writer = common::sample_writer(dir);
     let index = writer.committed().clone();
     let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
     let mut config = Config::new(

@@ -171,9 +171,6 @@ fn retrieve_passages(
     question: &str,
     k: usize,
 ) -> Result<Vec<Passage>> {
-    if k == 0 {
-        anyhow::bail!("--k must be at least 1");
-    }
     let index = Index::open(dir)?;
     let (search, embedder) = retrieval.config().resolve(&index, &notify)?;
     let retriever = index.retriever(&search, embedder.as_deref())?;

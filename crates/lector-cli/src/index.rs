@@ -117,12 +117,7 @@ pub fn run(cmd: IndexCommand) -> Result<()> {
 /// Settings for a new index; for an existing one, explicit options must match what it stores.
 fn requested_settings(args: &AddArgs) -> Result<IndexSettings> {
     let mut settings = IndexSettings::default();
-    if let Some(words) = args.passage_words {
-        if words == 0 {
-            bail!("--passage-words must be at least 1");
-        }
-        settings.chunking.words = words;
-    }
+    settings.chunking.words = args.passage_words.unwrap_or(settings.chunking.words);
     settings.chunking.overlap = args.overlap_words.unwrap_or(settings.chunking.overlap);
     settings.analyzer.stemmer = args.stemmer.unwrap_or(settings.analyzer.stemmer);
     settings.bm25 = Bm25Params {

@@ -2,7 +2,7 @@
 
 use crate::index::IndexDir;
 use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use lector_generate::Generator;
 use lector_index::{Index, IndexSettings, IndexWriter};
@@ -100,7 +100,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         allowed_hosts: args.allowed_host.clone(),
         insecure_no_auth: args.insecure_no_auth,
         search,
-        limits: limits(&args)?,
+        limits: limits(&args),
     };
     warn_if_exposed(args.addr, &config)?;
     let stats = pipeline.index().stats();
@@ -161,14 +161,9 @@ fn api_key(args: &ServeArgs) -> Result<Option<ApiKey>> {
     )?)
 }
 
-fn limits(args: &ServeArgs) -> Result<Limits> {
-    if !(args.timeout_secs > 0.0 && args.timeout_secs.is_finite()) {
-        bail!("--timeout-secs must be positive");
-    }
-    if args.workers == Some(0) {
-        bail!("--workers must be at least 1");
-    }
-    Ok(Limits {
+/// Values were checked when parsed (crate::values).
+fn limits(args: &ServeArgs) -> Limits {
+    Limits {
         max_ask_bytes: args.max_ask_bytes,
         max_documents_bytes: args.max_documents_bytes,
         timeout: Duration::from_secs_f64(args.timeout_secs),
@@ -178,7 +173,7 @@ fn limits(args: &ServeArgs) -> Result<Limits> {
         max_queued: args.queue,
         max_buffered_bytes: args.max_buffered_bytes,
         ..Limits::default()
-    })
+    }
 }
 
 /// Refuses to serve beyond loopback without a key (before the server itself would), and warns

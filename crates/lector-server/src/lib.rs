@@ -46,7 +46,7 @@ pub mod stream;
 pub use access::ApiKey;
 pub use error::{ApiError, Error};
 pub use limit::Limits;
-pub use state::{AppState, Config, SharedEmbedder};
+pub use state::{AppState, Config};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, StatusCode};

@@ -74,7 +74,7 @@ pub struct AppState {
 
 impl AppState {
     /// State serving `pipeline`'s index, written through `writer` (none: read-only). For a dense
-    /// index, `embedder` must be the one the pipeline uses for queries (see [`SharedEmbedder`]);
+    /// index, `embedder` must be the one the pipeline uses for queries (the `Arc` it was given);
     /// the writer gets it too, to embed new passages.
     pub fn new(
         pipeline: Pipeline,
@@ -275,26 +275,5 @@ impl WriterGuard<'_> {
                 eprintln!("error: cannot reopen the index writer, writes are disabled: {err}")
             }
         }
-    }
-}
-
-/// An embedder shared by the pipeline (which owns a `Box<dyn Embedder>`) and the writer.
-pub struct SharedEmbedder(pub Arc<dyn Embedder>);
-
-impl Embedder for SharedEmbedder {
-    fn model(&self) -> &str {
-        self.0.model()
-    }
-
-    fn dim(&self) -> usize {
-        self.0.dim()
-    }
-
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-        self.0.embed(texts)
-    }
-
-    fn digest(&self) -> Option<&str> {
-        self.0.digest()
     }
 }

@@ -46,7 +46,10 @@ pub struct CalibrateArgs {
 pub fn run(args: CalibrateArgs) -> Result<()> {
     let dir = args.dir.path();
     // The calibration belongs to an index: refuse early (before minutes of reading) without one.
-    Index::open(&dir)?;
+    // A dry run only measures (e.g. to choose a threshold for `eval squad -t`), so needs none.
+    if !args.dry_run {
+        Index::open(&dir)?;
+    }
     let mut dataset = squad::read_dataset(&args.squad)?;
     dataset.questions.truncate(args.limit.unwrap_or(usize::MAX));
     if dataset.questions.is_empty() {

@@ -11,6 +11,7 @@ mod read;
 mod search;
 mod serve;
 mod table;
+mod train;
 mod values;
 
 use clap::{Parser, Subcommand};
@@ -80,6 +81,9 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Serve the HTTP API and the web page: ask, search, add and remove documents.
     Serve(serve::ServeArgs),
+    /// Fine-tune a reader on your own labelled questions.
+    #[command(subcommand)]
+    Train(train::TrainCommand),
 }
 
 fn main() {
@@ -93,6 +97,7 @@ fn main() {
         Command::Ask(args) => ask::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Train(cmd) => train::run(cmd),
     });
     if let Err(err) = result {
         eprintln!("error: {err:#}");

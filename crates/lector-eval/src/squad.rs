@@ -89,10 +89,14 @@ pub struct Qa {
     pub answers: Vec<GoldAnswer>,
 }
 
-/// A gold answer's text.
+/// A gold answer's text, and where it starts in the context (characters) when the file says.
 #[derive(Debug, Deserialize)]
 pub struct GoldAnswer {
     pub text: String,
+    /// Read by training (`lector train reader`), which needs the answer's position; evaluation
+    /// ignores it, as the official scripts do.
+    #[serde(default)]
+    pub answer_start: Option<i64>,
 }
 
 /// Parses the SQuAD file `text` (read from `path`, named in errors); errors name the line.

@@ -35,7 +35,7 @@ impl Checkpoint {
         let tokenizer = load_tokenizer(&dir.join("tokenizer.json"))?;
         check_vocab(dir, &tokenizer, &config)?;
         let model = QaModel::load(&weights_path(dir)?, &config)?;
-        let cls_token_id = cls_token(dir).and_then(|token| tokenizer.token_to_id(&token));
+        let cls_token_id = cls_token_id(dir, &tokenizer);
         Ok(Self {
             dir: dir.to_path_buf(),
             config,
@@ -53,7 +53,8 @@ impl Checkpoint {
     }
 }
 
-pub(crate) fn weights_path(dir: &Path) -> Result<PathBuf> {
+/// The weights file of `dir`: `model.safetensors`, else `pytorch_model.bin`.
+pub fn weights_path(dir: &Path) -> Result<PathBuf> {
     WEIGHT_FILES
         .iter()
         .map(|name| dir.join(name))
@@ -64,7 +65,8 @@ pub(crate) fn weights_path(dir: &Path) -> Result<PathBuf> {
         })
 }
 
-pub(crate) fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
+/// `tokenizer.json` at `path`, with truncation and padding switched off.
+pub fn load_tokenizer(path: &Path) -> Result<Tokenizer> {
     if !path.is_file() {
         return Err(Error::MissingFile {
             path: path.to_path_buf(),
@@ -96,6 +98,11 @@ fn check_vocab(dir: &Path, tokenizer: &Tokenizer, config: &Config) -> Result<()>
         });
     }
     Ok(())
+}
+
+/// The id of the checkpoint's `cls_token` (see [`Checkpoint::cls_token_id`]).
+pub fn cls_token_id(dir: &Path, tokenizer: &Tokenizer) -> Option<u32> {
+    cls_token(dir).and_then(|token| tokenizer.token_to_id(&token))
 }
 
 /// `cls_token` from `tokenizer_config.json` or `special_tokens_map.json`, else the usual spellings.

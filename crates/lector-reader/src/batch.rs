@@ -5,7 +5,7 @@
 use crate::answer::{merge, null_answer, rank, Answer, EncodedContext};
 use crate::decode::{masked_softmax, score_window};
 use crate::error::{Error, Result};
-use crate::window::{build_window, slice_encoding, special_tokens_for_pair, Layout, Window};
+use crate::window::{question_windows, Window};
 use crate::{Prediction, Query, ReadParams, MAX_CONTEXT_BYTES};
 use lector_models::{Checkpoint, Inputs, QaModel};
 use std::rc::Rc;
@@ -171,28 +171,14 @@ fn push_windows(
     params: &ReadParams,
     windows: &mut Vec<Window>,
 ) -> Result<bool> {
-    if question.trim().is_empty() {
-        return Err(Error::EmptyQuestion);
-    }
-    let tokenizer = &ckpt.tokenizer;
-    let mut q = tokenizer
-        .encode(question, false)
-        .map_err(|e| Error::Tokenizer(e.to_string()))?;
-    let truncated = q.len() > params.max_question_len;
-    if truncated {
-        q = slice_encoding(&q, 0..params.max_question_len);
-    }
-    let special = special_tokens_for_pair(tokenizer);
-    let layout = Layout::new(params.max_seq_len, params.doc_stride, q.len(), special)?;
-    for range in layout.ranges(context.encoding.len())? {
-        windows.push(build_window(
-            tokenizer,
-            &q,
-            &context.encoding,
-            range,
-            ckpt.cls_token_id,
-        )?);
-    }
+    let (question_windows, truncated) = question_windows(
+        &ckpt.tokenizer,
+        ckpt.cls_token_id,
+        question,
+        &context.encoding,
+        params,
+    )?;
+    windows.extend(question_windows);
     Ok(truncated)
 }
 

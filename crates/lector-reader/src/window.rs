@@ -9,6 +9,7 @@
 //! (`[CLS] q [SEP] c [SEP]`) and RoBERTa (`<s> q </s></s> c </s>`) templates both come out right.
 
 use crate::error::{Error, Result};
+use crate::ReadParams;
 use std::ops::Range;
 use tokenizers::{Encoding, Tokenizer};
 
@@ -130,6 +131,36 @@ pub fn build_window(
         first_context_pos,
         context_tokens: range,
     })
+}
+
+/// The windows the reader runs for `question` over `context` (encoded without special tokens),
+/// and whether the question was cut to `params.max_question_len`. Training builds its windows
+/// with this too, so a model learns on exactly the inputs it will read.
+pub fn question_windows(
+    tokenizer: &Tokenizer,
+    cls_token_id: Option<u32>,
+    question: &str,
+    context: &Encoding,
+    params: &ReadParams,
+) -> Result<(Vec<Window>, bool)> {
+    if question.trim().is_empty() {
+        return Err(Error::EmptyQuestion);
+    }
+    let mut q = tokenizer
+        .encode(question, false)
+        .map_err(|e| Error::Tokenizer(e.to_string()))?;
+    let truncated = q.len() > params.max_question_len;
+    if truncated {
+        q = slice_encoding(&q, 0..params.max_question_len);
+    }
+    let special = special_tokens_for_pair(tokenizer);
+    let layout = Layout::new(params.max_seq_len, params.doc_stride, q.len(), special)?;
+    let windows = layout
+        .ranges(context.len())?
+        .into_iter()
+        .map(|range| build_window(tokenizer, &q, context, range, cls_token_id))
+        .collect::<Result<_>>()?;
+    Ok((windows, truncated))
 }
 
 /// Number of special tokens the post-processor adds around a pair.

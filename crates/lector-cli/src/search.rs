@@ -90,7 +90,7 @@ impl RetrievalOptions {
 #[derive(Args, Clone)]
 pub struct RerankOptions {
     /// Cross-encoder checkpoint that reorders the retrieved passages (a one-label
-    /// BertForSequenceClassification, such as tools/train_reranker.py makes).
+    /// BertForSequenceClassification, such as `lector train reranker` makes).
     #[arg(long, value_name = "DIR")]
     pub rerank: Option<PathBuf>,
     /// Passages retrieved for the reranker to choose from (with --rerank).

@@ -76,6 +76,8 @@ impl ScheduleArgs {
             seed: self.seed,
             dropout: !self.no_dropout,
             save_every: self.save_every,
+            // The global --precision: bf16 rounds every product's operands, as autocast does.
+            bf16: lector_models::precision() == lector_models::Precision::Bf16,
         }
     }
 }

@@ -34,7 +34,7 @@ pub use checkpoint::Checkpoint;
 pub use config::{Architecture, Config};
 pub use embed::SentenceEmbedder;
 pub use error::{Error, Result};
-pub use packed_gemm::{bf16_active, set_precision, Precision};
+pub use packed_gemm::{bf16_active, precision, set_precision, Precision};
 pub use qa::{Inputs, QaLogits, QaModel};
 pub use rerank::CrossEncoder;
 pub use tokenizers::Tokenizer;

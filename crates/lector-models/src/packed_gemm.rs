@@ -41,7 +41,7 @@ thread_local! {
 
 /// The precision models loaded now get: [`set_precision`]'s, unless [`with_precision`] is
 /// loading on this thread.
-pub(crate) fn precision() -> Precision {
+pub fn precision() -> Precision {
     OVERRIDE
         .get()
         .unwrap_or(match PRECISION.load(Ordering::Relaxed) {

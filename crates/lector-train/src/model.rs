@@ -1,5 +1,6 @@
-//! The reader as a differentiable network: BERT, DistilBERT and RoBERTa/XLM-R encoders with a
-//! `qa_outputs` head, built from candle tensor operations so that candle's autograd yields every
+//! The models lector trains as differentiable networks: BERT, DistilBERT and RoBERTa/XLM-R
+//! encoders with a reader (`qa_outputs`), embedder (mean pooling) or reranker (pooler and
+//! classifier) head, built from candle tensor operations so that candle's autograd yields every
 //! parameter's gradient. The layout follows the Hugging Face modules (post-LayerNorm layers,
 //! dropout where they put it), so a checkpoint trained here loads in transformers and in lector.
 //!
@@ -14,8 +15,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// The network's trainable tensors, in a fixed order, under the names a Hugging Face
-/// `...ForQuestionAnswering` checkpoint gives them.
+/// The network's trainable tensors, in a fixed order, under the names they are saved with.
 pub struct Params {
     pub names: Vec<String>,
     pub vars: Vec<Var>,
@@ -138,6 +138,9 @@ pub struct Network {
     pub fresh_head: bool,
     /// Tensors of the checkpoint the network does not use (e.g. a pooler), saved back unchanged.
     extra: HashMap<String, Tensor>,
+    /// Matrix products take bfloat16-rounded operands (autocast numerics). candle has no
+    /// bfloat16 product on the CPU, so the rounding is emulated: slower, not faster.
+    pub bf16: bool,
     word: Tensor,
     position: Tensor,
     token_type: Option<Tensor>,
@@ -147,20 +150,16 @@ pub struct Network {
     attn_out_dropout: bool,
 }
 
-/// Loads the tensors of a weights file (safetensors or a PyTorch pickle), as float32.
+/// Loads the tensors of a weights file (safetensors or a PyTorch pickle) in their stored types.
 fn read_weights(path: &Path) -> Result<HashMap<String, Tensor>> {
     let is_pickle = path
         .extension()
         .is_some_and(|e| e == "bin" || e == "pt" || e == "pth");
-    let tensors = if is_pickle {
+    Ok(if is_pickle {
         candle_core::pickle::read_all(path)?.into_iter().collect()
     } else {
         candle_core::safetensors::load(path, &Device::Cpu)?
-    };
-    tensors
-        .into_iter()
-        .map(|(name, t)| Ok((name, t.to_dtype(DType::F32)?)))
-        .collect()
+    })
 }
 
 /// Takes tensors out of a checkpoint's map into [`Params`], checking shapes.
@@ -195,8 +194,9 @@ impl Loader {
         Ok(self.register(saved_name, tensor)?)
     }
 
+    /// Makes `tensor` a trainable float32 parameter saved as `name`.
     fn register(&mut self, name: String, tensor: Tensor) -> candle_core::Result<Tensor> {
-        let var = Var::from_tensor(&tensor.contiguous()?)?;
+        let var = Var::from_tensor(&tensor.to_dtype(DType::F32)?.contiguous()?)?;
         let t = var.as_tensor().clone();
         self.params.names.push(name);
         self.params.vars.push(var);
@@ -304,7 +304,13 @@ impl Network {
         Ok(Self {
             dropouts: dropouts(&config_json, config.architecture),
             attn_out_dropout: names.attn_out_dropout,
-            extra: std::mem::take(&mut loader.tensors),
+            // A reader is saved as transformers' QA model, which has no other tensors; embedders
+            // and rerankers keep what they do not train (a pooler, buffers), as they were stored.
+            extra: match kind {
+                HeadKind::Qa => HashMap::new(),
+                _ => std::mem::take(&mut loader.tensors),
+            },
+            bf16: false,
             params: loader.params,
             config,
             config_json,
@@ -351,7 +357,7 @@ impl Network {
         };
         let xs = self.hidden(batch, dropout.as_deref_mut())?;
         let xs = drop(&xs, self.dropouts.head, dropout)?;
-        let logits = linear(&xs, head)?.reshape((batch.rows, batch.seq_len, 2))?;
+        let logits = linear(&xs, head, self.bf16)?.reshape((batch.rows, batch.seq_len, 2))?;
         let start = logits.narrow(2, 0, 1)?.squeeze(2)?.contiguous()?;
         let end = logits.narrow(2, 1, 1)?.squeeze(2)?.contiguous()?;
         Ok((start, end))
@@ -378,11 +384,11 @@ impl Network {
             .reshape((b, t, h))?;
         let cls = xs.narrow(1, 0, 1)?.squeeze(1)?.contiguous()?;
         let pooled = drop(
-            &linear(&cls, pooler)?.tanh()?,
+            &linear(&cls, pooler, self.bf16)?.tanh()?,
             self.dropouts.hidden,
             dropout,
         )?;
-        Ok(linear(&pooled, classifier)?.squeeze(1)?)
+        Ok(linear(&pooled, classifier, self.bf16)?.squeeze(1)?)
     }
 
     fn layer(
@@ -398,9 +404,9 @@ impl Network {
         let split = |x: Tensor| -> candle_core::Result<Tensor> {
             x.reshape((b, t, heads, d))?.transpose(1, 2)?.contiguous()
         };
-        let q = split((linear(xs, &layer.query)? * (1.0 / (d as f64).sqrt()))?)?;
-        let k = split(linear(xs, &layer.key)?)?;
-        let v = split(linear(xs, &layer.value)?)?;
+        let q = split((linear(xs, &layer.query, self.bf16)? * (1.0 / (d as f64).sqrt()))?)?;
+        let k = split(linear(xs, &layer.key, self.bf16)?)?;
+        let v = split(linear(xs, &layer.value, self.bf16)?)?;
         let attention = crate::fused::Attention {
             bias: batch.key_bias.clone(),
             dropout: if dropout.is_some() {
@@ -415,14 +421,17 @@ impl Network {
             .transpose(1, 2)?
             .contiguous()?
             .reshape((b * t, h))?;
-        let mut attended = linear(&context, &layer.attn_out)?;
+        let mut attended = linear(&context, &layer.attn_out, self.bf16)?;
         if self.attn_out_dropout {
             attended = drop(&attended, self.dropouts.hidden, dropout.as_deref_mut())?;
         }
         let xs = layer_norm(&(attended + xs)?, &layer.attn_norm)?;
-        let inner = activate(&linear(&xs, &layer.ffn_in)?, self.config.activation)?;
+        let inner = activate(
+            &linear(&xs, &layer.ffn_in, self.bf16)?,
+            self.config.activation,
+        )?;
         let out = drop(
-            &linear(&inner, &layer.ffn_out)?,
+            &linear(&inner, &layer.ffn_out, self.bf16)?,
             self.dropouts.hidden,
             dropout,
         )?;
@@ -598,7 +607,13 @@ impl Batch {
 }
 
 /// `xs · Wᵀ + b` over the rows of a `(rows, in)` tensor.
-fn linear(xs: &Tensor, l: &Linear) -> candle_core::Result<Tensor> {
+fn linear(xs: &Tensor, l: &Linear, bf16: bool) -> candle_core::Result<Tensor> {
+    if bf16 {
+        let round = |t: &Tensor| t.to_dtype(DType::BF16)?.to_dtype(DType::F32);
+        return round(xs)?
+            .matmul(&round(&l.weight)?.t()?)?
+            .broadcast_add(&l.bias);
+    }
     xs.matmul(&l.weight.t()?)?.broadcast_add(&l.bias)
 }
 

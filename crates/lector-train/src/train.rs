@@ -36,6 +36,11 @@ pub struct Schedule {
     pub dropout: bool,
     /// Write a checkpoint every this many steps (0: at epoch ends only).
     pub save_every: usize,
+    /// Round the operands of every matrix product to bfloat16 (float32 sums), as PyTorch's
+    /// bfloat16 autocast computes them. The arithmetic stays float32, so this changes the
+    /// numbers, not the speed (see [`crate::model::Network::bf16`]).
+    #[serde(default)]
+    pub bf16: bool,
 }
 
 impl Default for Schedule {
@@ -53,6 +58,7 @@ impl Default for Schedule {
             seed: 42,
             dropout: true,
             save_every: 200,
+            bf16: false,
         }
     }
 }
@@ -193,6 +199,7 @@ pub(crate) struct Trainer<'a> {
 impl Trainer<'_> {
     pub fn run(mut self, resume: bool, events: &mut dyn FnMut(Event)) -> Result<Outcome> {
         let schedule = self.schedule;
+        self.net.bf16 = schedule.bf16;
         let units = self.objective.units();
         if units.is_empty() {
             return Err(Error::Params(

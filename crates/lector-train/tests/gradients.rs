@@ -143,3 +143,33 @@ fn shared_norm_is_one_softmax_per_question_relative_to_each_cls() {
         "{loss} vs {expected}"
     );
 }
+
+#[test]
+fn bf16_products_round_the_operands_but_stay_close() {
+    let mut net = tiny_bert();
+    let (batch, targets) = batch(&net);
+    let loss = |net: &Network| {
+        let (start, end) = net.forward(&batch, None).unwrap();
+        span_loss(&start, &end, &batch, &targets)
+            .unwrap()
+            .to_scalar::<f32>()
+            .unwrap()
+    };
+    let exact = loss(&net);
+    net.bf16 = true;
+    let rounded = loss(&net);
+    assert_ne!(exact, rounded, "bf16 rounding changed nothing");
+    assert!(
+        (exact - rounded).abs() < 0.02 * exact,
+        "{exact} vs {rounded}"
+    );
+    let (start, end) = net.forward(&batch, None).unwrap();
+    let grads = span_loss(&start, &end, &batch, &targets)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert!(
+        grads.get(&net.params.vars[0]).is_some(),
+        "gradients flow through the rounding"
+    );
+}

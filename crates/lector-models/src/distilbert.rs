@@ -7,7 +7,7 @@ use crate::Inputs;
 use candle_core::Result;
 use candle_nn::VarBuilder;
 
-const LAYER_NAMES: LayerNames = LayerNames {
+pub(crate) const LAYER_NAMES: LayerNames = LayerNames {
     query: "attention.q_lin",
     key: "attention.k_lin",
     value: "attention.v_lin",

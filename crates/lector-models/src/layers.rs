@@ -111,8 +111,8 @@ impl LayerNorm {
     }
 }
 
-/// Weight names of one layer, relative to the layer's prefix.
-pub(crate) struct LayerNames {
+/// Weight names of one transformer layer, relative to the layer's prefix (see [`layer_names`]).
+pub struct LayerNames {
     pub query: &'static str,
     pub key: &'static str,
     pub value: &'static str,
@@ -121,6 +121,15 @@ pub(crate) struct LayerNames {
     pub ffn_in: &'static str,
     pub ffn_out: &'static str,
     pub ffn_norm: &'static str,
+}
+
+/// The weight names of one layer of `arch` (RoBERTa and XLM-R name theirs as BERT does); training
+/// (lector-train) loads the same tensors under the same names.
+pub fn layer_names(arch: crate::config::Architecture) -> &'static LayerNames {
+    match arch {
+        crate::config::Architecture::DistilBert => &crate::distilbert::LAYER_NAMES,
+        _ => &crate::bert::LAYER_NAMES,
+    }
 }
 
 /// Buffers a layer writes its intermediate results into, sized for the largest batch seen so far

@@ -34,6 +34,7 @@ pub use checkpoint::Checkpoint;
 pub use config::{Architecture, Config};
 pub use embed::SentenceEmbedder;
 pub use error::{Error, Result};
+pub use layers::{layer_names, LayerNames};
 pub use packed_gemm::{bf16_active, precision, set_precision, Precision};
 pub use qa::{Inputs, QaLogits, QaModel};
 pub use rerank::CrossEncoder;

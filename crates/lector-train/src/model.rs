@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use crate::rng::Rng;
 use candle_core::{DType, Device, Tensor, Var};
-use lector_models::{Architecture, Config};
+use lector_models::{Architecture, Config, LayerNames};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -52,60 +52,26 @@ pub struct Dropouts {
     pub head: f32,
 }
 
-/// Parameter names of one architecture's layers.
+/// Where one architecture keeps its tensors; the layers' own names are lector-models'.
 struct Names {
     root: &'static str,
     layers: &'static str,
-    query: &'static str,
-    key: &'static str,
-    value: &'static str,
-    attn_out: &'static str,
-    attn_norm: &'static str,
-    ffn_in: &'static str,
-    ffn_out: &'static str,
-    ffn_norm: &'static str,
+    parts: &'static LayerNames,
     /// Dropout after the attention output projection (BERT's `BertSelfOutput`; DistilBERT has none).
     attn_out_dropout: bool,
 }
 
-const BERT: Names = Names {
-    root: "bert",
-    layers: "encoder.layer",
-    query: "attention.self.query",
-    key: "attention.self.key",
-    value: "attention.self.value",
-    attn_out: "attention.output.dense",
-    attn_norm: "attention.output.LayerNorm",
-    ffn_in: "intermediate.dense",
-    ffn_out: "output.dense",
-    ffn_norm: "output.LayerNorm",
-    attn_out_dropout: true,
-};
-
-const ROBERTA: Names = Names {
-    root: "roberta",
-    ..BERT
-};
-
-const DISTILBERT: Names = Names {
-    root: "distilbert",
-    layers: "transformer.layer",
-    query: "attention.q_lin",
-    key: "attention.k_lin",
-    value: "attention.v_lin",
-    attn_out: "attention.out_lin",
-    attn_norm: "sa_layer_norm",
-    ffn_in: "ffn.lin1",
-    ffn_out: "ffn.lin2",
-    ffn_norm: "output_layer_norm",
-    attn_out_dropout: false,
-};
-
-fn names(arch: Architecture) -> &'static Names {
-    match arch {
-        Architecture::Bert => &BERT,
-        Architecture::Roberta => &ROBERTA,
-        Architecture::DistilBert => &DISTILBERT,
+fn names(arch: Architecture) -> Names {
+    let (root, layers, attn_out_dropout) = match arch {
+        Architecture::Bert => ("bert", "encoder.layer", true),
+        Architecture::Roberta => ("roberta", "encoder.layer", true),
+        Architecture::DistilBert => ("distilbert", "transformer.layer", false),
+    };
+    Names {
+        root,
+        layers,
+        parts: lector_models::layer_names(arch),
+        attn_out_dropout,
     }
 }
 
@@ -285,7 +251,7 @@ impl Network {
         };
         let embed_norm = loader.norm("embeddings.LayerNorm", h, eps)?;
         let layers = (0..config.num_layers)
-            .map(|i| load_layer(&mut loader, names, i, &config))
+            .map(|i| load_layer(&mut loader, &names, i, &config))
             .collect::<Result<Vec<_>>>()?;
         let mut init = HeadInit {
             rng: Rng::stream(seed, crate::rng::INIT, 0),
@@ -470,14 +436,14 @@ fn load_layer(loader: &mut Loader, names: &Names, i: usize, cfg: &Config) -> Res
     let (h, inner, eps) = (cfg.hidden_size, cfg.intermediate_size, cfg.layer_norm_eps);
     let at = |part: &str| format!("{}.{i}.{part}", names.layers);
     Ok(Layer {
-        query: loader.linear(&at(names.query), h, h)?,
-        key: loader.linear(&at(names.key), h, h)?,
-        value: loader.linear(&at(names.value), h, h)?,
-        attn_out: loader.linear(&at(names.attn_out), h, h)?,
-        attn_norm: loader.norm(&at(names.attn_norm), h, eps)?,
-        ffn_in: loader.linear(&at(names.ffn_in), h, inner)?,
-        ffn_out: loader.linear(&at(names.ffn_out), inner, h)?,
-        ffn_norm: loader.norm(&at(names.ffn_norm), h, eps)?,
+        query: loader.linear(&at(names.parts.query), h, h)?,
+        key: loader.linear(&at(names.parts.key), h, h)?,
+        value: loader.linear(&at(names.parts.value), h, h)?,
+        attn_out: loader.linear(&at(names.parts.attn_out), h, h)?,
+        attn_norm: loader.norm(&at(names.parts.attn_norm), h, eps)?,
+        ffn_in: loader.linear(&at(names.parts.ffn_in), h, inner)?,
+        ffn_out: loader.linear(&at(names.parts.ffn_out), inner, h)?,
+        ffn_norm: loader.norm(&at(names.parts.ffn_norm), h, eps)?,
     })
 }
 

@@ -59,6 +59,8 @@ struct Group {
     passages: Vec<Tokens>,
     /// Identity of each passage's text (equal texts, equal ids).
     texts: Vec<usize>,
+    /// The question's [`Example::group`]: its hard negatives carry the same.
+    source: usize,
 }
 
 /// Trains an embedder or a reranker into `out` (see [`crate::train_reader`] for `resume`).
@@ -143,9 +145,10 @@ fn tokenize_groups(
                 question: encode(example.question.as_str().into())?,
                 passages: vec![passage],
                 texts: vec![text],
+                source: example.group,
             }),
             // A hard negative of the question before it.
-            (None, Some(group)) if example.group != done => {
+            (None, Some(group)) if group.source == example.group => {
                 group.passages.push(passage);
                 group.texts.push(text);
             }
@@ -264,4 +267,47 @@ fn listwise_loss(
         offset += len;
     }
     Ok(((total / groups.len() as f64)?, rows.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::examples::AnswerBytes;
+    use std::sync::Arc;
+
+    fn example(group: usize, question: &str, context: &str, answered: bool) -> Example {
+        Example {
+            id: format!("q{group}-{context}"),
+            question: question.into(),
+            context: Arc::from(context),
+            answer: answered.then_some(AnswerBytes { start: 0, end: 4 }),
+            weight: 1.0,
+            group,
+        }
+    }
+
+    #[test]
+    fn negatives_join_their_question_and_unanswerable_questions_are_skipped() {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../lector-models/tests/fixtures/tiny-bert");
+        let tokenizer =
+            lector_models::checkpoint::load_tokenizer(&dir.join("tokenizer.json")).unwrap();
+        // As `add_negatives` lays them out: question 0 and its two negatives, then question 1
+        // (unanswerable, no negatives), then question 2 and one negative.
+        let examples = [
+            example(0, "where is bonn", "bonn lies on the rhine", true),
+            example(0, "where is bonn", "paris lies on the seine", false),
+            example(0, "where is bonn", "rome lies on the tiber", false),
+            example(1, "who is it", "nobody knows", false),
+            example(2, "what is bonn", "bonn is a city", true),
+            example(2, "what is bonn", "bonn lies on the rhine", false),
+        ];
+        let groups =
+            tokenize_groups(&examples, &tokenizer, RetrieverKind::Embedder, &mut |_| {}).unwrap();
+        assert_eq!(groups.len(), 2);
+        assert_eq!(groups[0].passages.len(), 3);
+        assert_eq!(groups[1].passages.len(), 2);
+        // The same text has the same identity across groups (the in-batch mask relies on it).
+        assert_eq!(groups[0].texts[0], groups[1].texts[1]);
+    }
 }

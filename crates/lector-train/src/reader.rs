@@ -1,14 +1,16 @@
 //! `lector train reader`: an extractive reader fine-tuned on SQuAD-format questions.
 
 use crate::error::{Error, Result};
-use crate::examples::{read_examples, TrainFile};
+use crate::examples::TrainFile;
 use crate::features::{build_features, Feature, Tokenization, WindowParams};
 use crate::loss::{shared_norm_loss, span_loss, Groups, Targets};
 use crate::model::{Batch, Network};
-use crate::negatives::{add_negatives, Negatives};
+use crate::negatives::Negatives;
 use crate::rng::Rng;
 use crate::save::DevScores;
-use crate::train::{prepare_out, DevEval, Event, Objective, Outcome, Schedule, Trainer};
+use crate::train::{
+    prepare_out, training_examples, DevEval, Event, Objective, Outcome, Schedule, Trainer,
+};
 use candle_core::{Device, Tensor};
 use lector_eval::squad;
 use lector_reader::{Query, ReadParams, Reader};
@@ -70,12 +72,7 @@ pub fn train_reader(
                     .into(),
             }
         })?;
-    let mut examples = read_examples(&run.train)?;
-    if let Some(negatives) = &run.negatives {
-        examples = add_negatives(examples, negatives, &mut |done, total| {
-            events(Event::Retrieving { done, total })
-        })?;
-    }
+    let examples = training_examples(&run.train, run.negatives.as_ref(), events)?;
     let tok = Tokenization {
         tokenizer: &tokenizer,
         cls_token_id,

@@ -13,11 +13,11 @@
 //!   question.
 
 use crate::error::{Error, Result};
-use crate::examples::{read_examples, Example, TrainFile};
+use crate::examples::{Example, TrainFile};
 use crate::model::{Batch, HeadKind, Network};
-use crate::negatives::{add_negatives, Negatives};
+use crate::negatives::Negatives;
 use crate::rng::Rng;
-use crate::train::{prepare_out, Event, Objective, Outcome, Schedule, Trainer};
+use crate::train::{prepare_out, training_examples, Event, Objective, Outcome, Schedule, Trainer};
 use candle_core::{Device, Tensor, D};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -91,12 +91,7 @@ pub fn train_retriever(
             ..Default::default()
         }))
         .map_err(|e| Error::Params(format!("tokenizer truncation: {e}")))?;
-    let mut examples = read_examples(&run.train)?;
-    if let Some(negatives) = &run.negatives {
-        examples = add_negatives(examples, negatives, &mut |done, total| {
-            events(Event::Retrieving { done, total })
-        })?;
-    }
+    let examples = training_examples(&run.train, run.negatives.as_ref(), events)?;
     let groups = tokenize_groups(&examples, &tokenizer, run.kind, events)?;
     drop(examples);
     let objective = RetrieverObjective {

@@ -4,7 +4,9 @@
 //! checkpoint kept.
 
 use crate::error::{io_err, Error, Result};
+use crate::examples::{read_examples, Example, TrainFile};
 use crate::model::Network;
+use crate::negatives::{add_negatives, Negatives};
 use crate::optim::{AdamW, AdamWConfig};
 use crate::rng::{self, Rng};
 use crate::save::{self, DevScores, RunState};
@@ -165,6 +167,22 @@ pub(crate) fn prepare_out<T: Serialize>(run: &T, out: &Path, resume: bool) -> Re
     lector_index::write_durably(&run_path, &text).map_err(io_err(&run_path))?;
     let log = out.join(LOG_FILE);
     fs::write(&log, b"").map_err(io_err(&log))
+}
+
+/// The questions of `train`, each answerable one followed by its hard negatives when `negatives`
+/// says where to retrieve them.
+pub(crate) fn training_examples(
+    train: &[TrainFile],
+    negatives: Option<&Negatives>,
+    events: &mut dyn FnMut(Event),
+) -> Result<Vec<Example>> {
+    let examples = read_examples(train)?;
+    match negatives {
+        Some(negatives) => add_negatives(examples, negatives, &mut |done, total| {
+            events(Event::Retrieving { done, total })
+        }),
+        None => Ok(examples),
+    }
 }
 
 /// What is being learned: the data order's units and the loss of a batch of them.

@@ -28,6 +28,8 @@ pub struct AskArgs {
     retrieval: RetrievalOptions,
     #[command(flatten)]
     rerank: RerankOptions,
+    #[command(flatten)]
+    hops: crate::hops::HopArgs,
     /// Add up the scores of answers that normalise to the same text across passages.
     #[arg(long)]
     vote: bool,
@@ -89,7 +91,10 @@ pub fn run(args: AskArgs) -> Result<()> {
             ..ReadParams::default()
         },
     };
-    let response = pipeline.ask(&args.question, &options)?;
+    let response = match args.hops.hops {
+        1 => pipeline.ask(&args.question, &options)?,
+        _ => pipeline.ask_hops(&args.question, &options, &args.hops.options())?,
+    };
     let probabilities = match (&response.answer, args.explain) {
         (Some(answer), true) => Some(pipeline.token_probabilities(
             &args.question,
@@ -107,6 +112,9 @@ pub fn run(args: AskArgs) -> Result<()> {
         return Ok(());
     }
     print_response(&response);
+    if let Some(trace) = &response.hops {
+        crate::hops::print_trace(trace);
+    }
     if args.explain {
         print_passages(&response);
         if let (Some(answer), Some(windows)) = (&response.answer, &probabilities) {
@@ -426,13 +434,22 @@ fn print_timings(r: &Response) {
     } else {
         String::new()
     };
-    println!(
-        "time: retrieve {:.2} ms{rerank}, read {:.1} ms, aggregate {:.2} ms ({} passages)",
-        t.retrieve_ms,
-        t.read_ms,
-        t.aggregate_ms,
-        r.passages.len()
-    );
+    match &r.hops {
+        Some(trace) => println!(
+            "time: {} (hop 1: retrieve {:.2} ms{rerank}, read {:.1} ms; {} passages read)",
+            crate::hops::hop_times(trace),
+            t.retrieve_ms,
+            t.read_ms,
+            r.passages.len()
+        ),
+        None => println!(
+            "time: retrieve {:.2} ms{rerank}, read {:.1} ms, aggregate {:.2} ms ({} passages)",
+            t.retrieve_ms,
+            t.read_ms,
+            t.aggregate_ms,
+            r.passages.len()
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 mod generative;
+mod hotpot;
 mod odqa;
 mod with_index;
 
@@ -31,6 +32,9 @@ pub enum EvalCommand {
     /// Generative QA: generated answers (open book on SQuAD gold paragraphs, or closed book)
     /// scored with EM/F1, ROUGE-L, citations and refusals, beside the extractive reader.
     Generative(generative::GenerativeArgs),
+    /// Multi-hop QA on a HotpotQA file (distractor or open setting): the official answer,
+    /// supporting-fact and joint EM/F1, both-gold-paragraph recall@k, by question type.
+    Hotpot(hotpot::HotpotArgs),
     /// Compare two systems' per-question scores: difference, paired-bootstrap CI, randomisation p-value.
     Compare(CompareArgs),
 }
@@ -193,6 +197,7 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
         EvalCommand::Compare(args) => compare(args),
         EvalCommand::Odqa(args) => odqa::run(&args),
         EvalCommand::Generative(args) => generative::run(&args),
+        EvalCommand::Hotpot(args) => hotpot::run(&args),
     }
 }
 

@@ -5,6 +5,7 @@ mod ask;
 mod calibrate;
 mod eval;
 mod generate;
+mod hops;
 mod index;
 mod models;
 mod read;

@@ -160,6 +160,34 @@ fn sigterm_finishes_requests_in_flight_and_releases_the_index() {
 }
 
 #[test]
+fn two_hop_asks_over_http_carry_their_chain_and_bad_hops_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = index(dir.path());
+    let (mut server, addr) = serve(&index, &[]);
+    let ask = |body: Value| http(&addr, "POST", "/v1/ask", Some(&body.to_string()));
+    let (status, body) = ask(json!({"question": "Which team won Super Bowl 50?", "hops": 2}));
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    let hops = &answer["hops"];
+    assert_eq!(hops["hops"], 2, "{body}");
+    assert_eq!(hops["kind"], "bridge");
+    assert_eq!(hops["hop_ms"].as_array().unwrap().len(), 2);
+    assert!(!hops["paths"].as_array().unwrap().is_empty(), "{body}");
+    // One hop (the default) has no chain.
+    let (status, body) = ask(json!({"question": "Which team won Super Bowl 50?"}));
+    assert_eq!(status, 200, "{body}");
+    assert!(serde_json::from_str::<Value>(&body)
+        .unwrap()
+        .get("hops")
+        .is_none());
+    let (status, body) = ask(json!({"question": "Which team won Super Bowl 50?", "hops": 3}));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("hops"), "{body}");
+    kill(&mut server, "-TERM");
+    server.wait().unwrap();
+}
+
+#[test]
 fn generate_serves_chat_completions_and_without_it_they_are_501() {
     let dir = tempfile::tempdir().unwrap();
     let index = index(dir.path());

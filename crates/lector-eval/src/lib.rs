@@ -1,6 +1,7 @@
 //! lector-eval: the evaluation toolkit of lector, with no machine-learning dependencies.
 //!
 //! - [`squad`]: EM/F1 identical to the official SQuAD v1.1 and v2.0 scripts, no-answer thresholds.
+//! - [`hotpot`]: HotpotQA answer, supporting-fact and joint metrics identical to the official script.
 //! - [`rouge`]: ROUGE-1/2/L/Lsum identical to Google's `rouge-score` package.
 //! - [`retrieval`]: trec_eval-compatible ranking metrics and answer-containment recall.
 //! - [`stats`]: bootstrap confidence intervals and paired significance tests.
@@ -11,6 +12,7 @@
 
 pub mod data;
 pub mod error;
+pub mod hotpot;
 pub mod input;
 pub mod normalize;
 pub mod paired;

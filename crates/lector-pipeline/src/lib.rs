@@ -32,6 +32,7 @@ pub mod aggregate;
 pub mod calibration;
 pub mod config;
 pub mod error;
+pub mod multihop;
 pub mod odqa;
 pub mod ranking;
 
@@ -41,12 +42,13 @@ pub use aggregate::{
 pub use calibration::{Calibration, DEFAULT_THRESHOLD};
 pub use config::{Built, PipelineConfig, RerankConfig, RetrievalConfig};
 pub use error::{Error, Result};
+pub use multihop::{HopOptions, HopTrace, SecondHop};
 
 use lector_index::{Embedder, Hit, Index, Mode, PassageScorer, Retriever, SearchOptions};
 use lector_reader::{Query, ReadParams, Reader, WindowProbabilities};
 use serde::Serialize;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How a question is answered.
@@ -115,8 +117,12 @@ pub struct Response {
     /// The retrieved passages with what the reader found in each, in retrieval order.
     pub passages: Vec<PassageReading>,
     /// Time per stage. In [`Pipeline::ask_many`], reading is one batch for all questions and
-    /// each question is charged an equal share of it.
+    /// each question is charged an equal share of it. With [`Pipeline::ask_hops`], hop 1's
+    /// stages (each hop's total is in `hops`).
     pub timings: Timings,
+    /// How a multi-hop answer was found ([`Pipeline::ask_hops`] only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hops: Option<HopTrace>,
 }
 
 /// The slow stages of [`Pipeline::ask_many`].
@@ -148,6 +154,8 @@ pub struct Pipeline {
     embedder: Option<Arc<dyn Embedder>>,
     /// The reranker and how many passages it chooses from.
     reranker: Option<(Arc<dyn PassageScorer>, usize)>,
+    /// Documents by title, for multi-hop links; built on first use.
+    titles: OnceLock<multihop::TitleIndex>,
 }
 
 /// The index's default retrieval: hybrid when it has passage vectors, else BM25.
@@ -169,6 +177,7 @@ impl Pipeline {
             calibration: None,
             embedder: None,
             reranker: None,
+            titles: OnceLock::new(),
         }
     }
 
@@ -214,11 +223,13 @@ impl Pipeline {
             calibration: self.calibration.clone(),
             embedder: self.embedder.clone(),
             reranker: self.reranker.clone(),
+            titles: OnceLock::new(),
         }
     }
 
     /// Replaces the index with another snapshot (e.g. a writer's new commit); returns the old one.
     pub fn set_index(&mut self, index: Index) -> Index {
+        self.titles = OnceLock::new();
         std::mem::replace(&mut self.index, index)
     }
 
@@ -396,6 +407,7 @@ impl Pipeline {
             reordered_by_date: verdict.reordered_by_date,
             passages,
             timings: Timings::default(),
+            hops: None,
         }
     }
 }

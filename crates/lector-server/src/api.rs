@@ -56,6 +56,10 @@ pub struct AskRequest {
     /// Answers kept per passage (the runner-ups come from these).
     #[serde(default = "default_answers")]
     pub answers_per_passage: usize,
+    /// Retrieval hops: 1 [default], or 2 for multi-hop questions (extractive only; see
+    /// [`lector_pipeline::multihop`]); the response then carries the chain in `hops`.
+    #[serde(default = "one")]
+    pub hops: usize,
     /// Add the reader's start/end probabilities over the answer's passage (one more reader
     /// pass over one passage).
     #[serde(default = "yes")]
@@ -126,6 +130,10 @@ fn default_answers() -> usize {
 
 fn yes() -> bool {
     true
+}
+
+fn one() -> usize {
+    1
 }
 
 /// The query of `GET /v1/search`.
@@ -221,6 +229,9 @@ fn ask_options(request: &AskRequest, search: SearchOptions) -> Result<AskOptions
             "answers_per_passage must be between 1 and {MAX_ANSWERS_PER_PASSAGE}"
         )));
     }
+    if !(1..=2).contains(&request.hops) {
+        return Err(ApiError::bad_request("hops must be 1 or 2"));
+    }
     if !(0.0..=MAX_RANK_PRIOR).contains(&request.rank_prior) {
         return Err(ApiError::bad_request(format!(
             "rank_prior must be between 0 and {MAX_RANK_PRIOR}"
@@ -260,7 +271,16 @@ fn search_options(state: &AppState, mode: Option<&str>) -> Result<SearchOptions,
 
 fn answer(state: &AppState, request: &AskRequest, options: &AskOptions) -> Result<Value, ApiError> {
     let pipeline = state.pipeline();
-    let response: Response = pipeline.ask(&request.question, options)?;
+    let response: Response = match request.hops {
+        1 => pipeline.ask(&request.question, options)?,
+        hops => {
+            let hops = lector_pipeline::HopOptions {
+                hops,
+                ..lector_pipeline::HopOptions::default()
+            };
+            pipeline.ask_hops(&request.question, options, &hops)?
+        }
+    };
     let mut out = to_json(&response)?;
     let explained = response.answer.as_ref().or(response.candidates.first());
     if let (true, Some(candidate)) = (request.probabilities, explained) {

@@ -1,7 +1,20 @@
 //! TREC run and qrels files and the `trec_eval`-compatible ranking metrics.
+//!
+//! # Ids with whitespace
+//!
+//! Run and qrels files are whitespace-separated columns, so an id such as a HotpotQA title
+//! (`Super Bowl 50`) cannot be written as it is. [`Run::write_trec`] percent-encodes, in query and
+//! document ids, exactly the bytes that would break a column: the ASCII whitespace of C's
+//! `isspace` (space, `\t`, `\n`, `\v`, `\f`, `\r`) and `%` itself, as `%` and two upper-case hex
+//! digits (`%20`, `%09`, `%0A`, `%0B`, `%0C`, `%0D`, `%25`). [`parse_run`] and [`parse_qrels`]
+//! decode every `%XX` (either case) in ids, so a run written by lector reads back to the same ids
+//! and matches qrels written either raw (ids without whitespace) or escaped. A `%` that does not
+//! start a valid escape (`%G1`, `%2` at the end) is kept literally, and so is a whole id whose
+//! escapes would decode to invalid UTF-8. An id without `%` is never changed.
 
 use crate::error::{Error, Result};
 use crate::input::read_text;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
@@ -121,16 +134,70 @@ impl Run {
     }
 
     /// Writes the run as a TREC run file (`qid Q0 docid rank score tag`), queries in byte order,
-    /// documents in `trec_eval` order with ranks from 1. Scores are written in the shortest form
-    /// that reads back to the same `f64`. Empty rankings produce no line.
+    /// documents in `trec_eval` order with ranks from 1. In ids, ASCII whitespace (C's `isspace`)
+    /// and `%` are percent-encoded (`Super%20Bowl%2050`, `100%25`), which [`parse_run`] decodes.
+    /// Scores are written in the shortest form that reads back to the same `f64`. Empty rankings
+    /// produce no line.
     pub fn write_trec<W: Write>(&self, tag: &str, writer: &mut W) -> io::Result<()> {
         for (qid, ranking) in &self.queries {
+            let qid = encode_id(qid);
             for (i, (docid, score)) in ranking.iter().enumerate() {
+                let docid = encode_id(docid);
                 writeln!(writer, "{qid} Q0 {docid} {} {score} {tag}", i + 1)?;
             }
         }
         Ok(())
     }
+}
+
+/// Whether byte `b` would split or end a column: C's `isspace` set, or the escape character.
+fn needs_escape(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0B' | b'\x0C' | b'\r' | b'%')
+}
+
+/// `id` with the bytes of [`needs_escape`] written as `%XX` (upper-case hex).
+fn encode_id(id: &str) -> Cow<'_, str> {
+    if !id.bytes().any(needs_escape) {
+        return Cow::Borrowed(id);
+    }
+    let mut out = String::with_capacity(id.len() + 8);
+    for c in id.chars() {
+        match u8::try_from(c) {
+            Ok(b) if needs_escape(b) => out.push_str(&format!("%{b:02X}")),
+            _ => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// `id` with every valid `%XX` escape decoded; malformed escapes stay as written, and the whole
+/// id does when the decoded bytes are not UTF-8.
+fn decode_id(id: &str) -> Cow<'_, str> {
+    if !id.contains('%') {
+        return Cow::Borrowed(id);
+    }
+    let bytes = id.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(decoded) = escaped_byte(&bytes[i..]) {
+            out.push(decoded);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_or(Cow::Borrowed(id), Cow::Owned)
+}
+
+/// The byte of a `%XX` escape at the start of `bytes`, if there is one.
+fn escaped_byte(bytes: &[u8]) -> Option<u8> {
+    let [b'%', high, low, ..] = *bytes else {
+        return None;
+    };
+    let digit = |b: u8| char::from(b).to_digit(16);
+    Some((digit(high)? * 16 + digit(low)?) as u8)
 }
 
 /// `trec_eval`'s `comp_sim_docno`: higher score first, then document id in descending byte order.
@@ -149,6 +216,8 @@ fn trec_order(a: &(String, f64), b: &(String, f64)) -> Ordering {
 /// Blank lines are skipped. Every other line must have exactly 6 columns and a numeric score
 /// (NaN is refused); the `Q0`, rank and tag columns are ignored, like `trec_eval`. A document
 /// listed twice for one query is an error, as in `trec_eval` and `pytrec_eval.parse_run`.
+/// `%XX` escapes in ids are decoded (either case); a `%` that starts no valid escape (`%G1`, `%2`
+/// at the end) is kept literally, and so is an id whose escapes would decode to invalid UTF-8.
 pub fn read_run(path: &Path) -> Result<Run> {
     parse_run(path, &read_text(path)?)
 }
@@ -191,6 +260,7 @@ pub fn parse_run(path: &Path, text: &str) -> Result<Run> {
                 "score is NaN".into(),
             ));
         }
+        let (qid, docid) = (decode_id(qid), decode_id(docid));
         if let Some(first) = first_seen.insert((qid.to_string(), docid.to_string()), line_no) {
             return Err(parse_error(
                 path,
@@ -219,7 +289,8 @@ pub fn parse_run(path: &Path, text: &str) -> Result<Run> {
 ///   (a first line whose third column is not an integer).
 ///
 /// Relevance must be an integer. A `(qid, docid)` pair judged twice is an error, as in
-/// `trec_eval` and `pytrec_eval.parse_qrel`.
+/// `trec_eval` and `pytrec_eval.parse_qrel`. `%XX` escapes in ids are decoded as in
+/// [`read_run`], so qrels match a run whether their ids are written raw or escaped.
 pub fn read_qrels(path: &Path) -> Result<Qrels> {
     parse_qrels(path, &read_text(path)?)
 }
@@ -312,6 +383,7 @@ pub fn parse_qrels(path: &Path, text: &str) -> Result<Qrels> {
                 format!("relevance {rel_text:?} is not an integer"),
             )
         })?;
+        let (qid, docid) = (decode_id(qid), decode_id(docid));
         if let Some(first) = first_seen.insert((qid.to_string(), docid.to_string()), line_no) {
             return Err(parse_error(
                 path,
@@ -647,6 +719,62 @@ mod tests {
                 .contains("mem.txt:3:6: document \"d\" listed twice"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn ids_with_whitespace_round_trip_escaped() {
+        let ids = [
+            "Super Bowl 50",
+            "a\tb",
+            "100% cotton",
+            "plain",
+            "line\r\nend\x0b\x0c",
+        ];
+        let run = Run::from_rankings(
+            ids.iter()
+                .map(|&qid| (qid, ids.iter().map(|&d| (d, 1.0)).collect::<Vec<_>>())),
+        );
+        let mut out = Vec::new();
+        run.write_trec("tag", &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("Super%20Bowl%2050 Q0 a%09b "), "{text}");
+        assert!(text.contains(" 100%25%20cotton "), "{text}");
+        assert!(text.contains(" line%0D%0Aend%0B%0C "), "{text}");
+        assert_eq!(text.lines().count(), ids.len() * ids.len());
+        let read = parse_run(p(), &text).unwrap();
+        assert_eq!(read, run);
+        assert_eq!(read.ranking("a\tb").unwrap().len(), ids.len());
+    }
+
+    #[test]
+    fn escapes_decode_and_malformed_ones_stay_literal() {
+        assert_eq!(encode_id("plain"), "plain");
+        assert_eq!(decode_id("plain"), "plain");
+        assert_eq!(decode_id("Caf%c3%A9%20x"), "Café x");
+        assert_eq!(decode_id("%G1 %2"), "%G1 %2");
+        assert_eq!(decode_id("50%"), "50%");
+        assert_eq!(decode_id("%41%"), "A%");
+        // Escapes that would make invalid UTF-8 leave the whole id as written.
+        assert_eq!(decode_id("%FF%20"), "%FF%20");
+        for id in ["100% cotton", "%25", "%G1 %2 \u{b}", ""] {
+            assert_eq!(decode_id(&encode_id(id)), id);
+        }
+    }
+
+    #[test]
+    fn qrels_ids_are_decoded() {
+        let qrels = parse_qrels(p(), "q%201 0 Super%20Bowl%2050 1\nq%201 0 plain 2\n").unwrap();
+        let judged = qrels.get("q 1").unwrap();
+        assert_eq!(judged["Super Bowl 50"], 1);
+        assert_eq!(judged["plain"], 2);
+        let beir = parse_qrels(p(), "q\tSuper Bowl 50\t1\nq\t100%25\t1\n").unwrap();
+        assert_eq!(
+            beir.get("q").unwrap().keys().collect::<Vec<_>>(),
+            ["100%", "Super Bowl 50"]
+        );
+        // The same document raw and escaped is one document.
+        let err = parse_qrels(p(), "q\tSuper Bowl 50\t1\nq\tSuper%20Bowl 50\t0\n").unwrap_err();
+        assert!(err.to_string().contains("judged twice"), "{err}");
     }
 
     #[test]

@@ -1,0 +1,235 @@
+//! Multi-hop questions end to end on a slice of the shared HotpotQA sample: `eval hotpot`
+//! scores exactly as the official script does on its own predictions, two hops find both gold
+//! paragraphs more often than one, comparison and yes/no questions get their kind of answer,
+//! and `ask --hops 2` shows the chain.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn lector(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args(args)
+        .output()
+        .expect("run lector")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "lector failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The first `n` questions of the shared sample, as a HotpotQA file of their own.
+fn slice(dir: &Path, n: usize) -> (String, Vec<Value>) {
+    let path = lector_eval::data::require("hotpotqa/hotpot_dev_distractor_sample1100.json");
+    let all: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let head: Vec<Value> = all.into_iter().take(n).collect();
+    let out = dir.join("slice.json");
+    std::fs::write(&out, serde_json::to_string(&head).unwrap()).unwrap();
+    (out.to_string_lossy().into_owned(), head)
+}
+
+/// The reference interpreter (tools/setup-python.sh, cached after the first run).
+fn python() -> String {
+    let out = Command::new("bash")
+        .arg(repo().join("tools/setup-python.sh"))
+        .output()
+        .expect("run tools/setup-python.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn rows(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `eval hotpot --setting open` with `hops`; (report JSON, per-question rows, predictions file).
+fn eval_open(dir: &Path, data: &str, hops: &str) -> (Value, Vec<Value>, PathBuf) {
+    let per_question = dir.join(format!("rows{hops}.jsonl"));
+    let predictions = dir.join(format!("pred{hops}.json"));
+    let index = dir.join("index");
+    let out = lector(&[
+        "eval",
+        "hotpot",
+        data,
+        "--setting",
+        "open",
+        "--index",
+        &index.to_string_lossy(),
+        "--hops",
+        hops,
+        "--json",
+        "--per-question",
+        &per_question.to_string_lossy(),
+        "--predictions",
+        &predictions.to_string_lossy(),
+    ]);
+    let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+    (report, rows(&per_question), predictions)
+}
+
+#[test]
+fn eval_hotpot_matches_the_official_script_and_two_hops_find_both_paragraphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, questions) = slice(dir.path(), 40);
+    let (one, one_rows, _) = eval_open(dir.path(), &data, "1");
+    let (two, two_rows, predictions) = eval_open(dir.path(), &data, "2");
+
+    // The official metrics of lector's own predictions, recomputed by the port of the script.
+    let script = repo().join("tools/hotpot_evaluate_v1.py");
+    let out = Command::new(python())
+        .arg(&script)
+        .arg(&predictions)
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let official: Value = serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    for (key, value) in official.as_object().unwrap() {
+        let ours = two["metrics"][key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("metric {key}"));
+        assert!(
+            (ours - value.as_f64().unwrap()).abs() < 1e-9,
+            "{key}: {ours} vs {value}"
+        );
+    }
+
+    // Both gold paragraphs among the first five passages: more often with a second hop.
+    let both5 = |report: &Value| report["intervals"]["both@5"]["mean"].as_f64().unwrap();
+    assert!(
+        both5(&two) > both5(&one),
+        "both@5 with two hops {} is not above one hop's {}",
+        both5(&two),
+        both5(&one)
+    );
+    assert_eq!(one_rows.len(), 40);
+    assert!(one_rows
+        .iter()
+        .all(|r| r["hop_ms"].as_array().unwrap().len() == 1));
+    assert!(two_rows
+        .iter()
+        .all(|r| r["hop_ms"].as_array().unwrap().len() == 2));
+
+    // Yes/no questions are answered yes or no, comparisons with one of their options.
+    let mut yes_no = 0;
+    for (row, q) in two_rows.iter().zip(&questions) {
+        let prediction = row["prediction"].as_str().unwrap();
+        match row["type"].as_str().unwrap() {
+            "yes/no" => {
+                yes_no += 1;
+                assert!(["yes", "no"].contains(&prediction), "{prediction}");
+            }
+            // A comparison offering its options ("..., X or Y?") is answered with one of them.
+            "comparison"
+                if q["question"].as_str().unwrap().contains(" or ")
+                    && q["question"]
+                        .as_str()
+                        .unwrap()
+                        .contains(q["answer"].as_str().unwrap()) =>
+            {
+                let question = q["question"].as_str().unwrap();
+                assert!(
+                    question.contains(prediction) && !prediction.is_empty(),
+                    "`{prediction}` is not an option of `{question}`"
+                );
+            }
+            _ => {}
+        }
+    }
+    assert!(yes_no > 0, "the slice has yes/no questions");
+}
+
+#[test]
+fn ask_with_two_hops_shows_the_chain_and_the_time_of_each_hop() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, questions) = slice(dir.path(), 40);
+    let comparison = questions
+        .iter()
+        .find(|q| {
+            q["type"] == "comparison"
+                && q["question"].as_str().unwrap().contains(" or ")
+                && q["answer"] != "yes"
+                && q["answer"] != "no"
+        })
+        .expect("a comparison question in the slice");
+    let docs: String = comparison["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let title = p[0].as_str().unwrap();
+            let text: String = p[1]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect();
+            serde_json::json!({"id": title, "title": title, "text": text}).to_string() + "\n"
+        })
+        .collect();
+    let docs_path = dir.path().join("docs.jsonl");
+    std::fs::write(&docs_path, docs).unwrap();
+    let index = dir.path().join("index").to_string_lossy().into_owned();
+    ok(&lector(&[
+        "index",
+        "add",
+        &docs_path.to_string_lossy(),
+        "--index",
+        &index,
+    ]));
+    let question = comparison["question"].as_str().unwrap();
+
+    let json: Value = serde_json::from_str(&ok(&lector(&[
+        "ask", question, "--index", &index, "--hops", "2", "--json",
+    ])))
+    .unwrap();
+    let hops = &json["hops"];
+    assert_eq!(hops["kind"], "comparison");
+    assert_eq!(hops["hops"], 2);
+    assert_eq!(hops["hop_ms"].as_array().unwrap().len(), 2);
+    let chain = hops["chain"].as_array().unwrap();
+    assert_eq!(chain.len(), 2, "one sub-answer per option: {chain:?}");
+    let answer = json["answer"]["text"].as_str().unwrap();
+    assert!(
+        question.contains(answer),
+        "`{answer}` is an option of `{question}`"
+    );
+
+    let text = ok(&lector(&[
+        "ask", question, "--index", &index, "--hops", "2",
+    ]));
+    assert!(text.contains("chain:"), "{text}");
+    assert!(text.contains("time: hop 1 "), "{text}");
+    assert!(text.contains(", hop 2 "), "{text}");
+
+    let bad = lector(&["ask", question, "--index", &index, "--hops", "3"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--hops"));
+}

@@ -1,0 +1,273 @@
+//! What kind of multi-hop question this is, by rules on its wording.
+//!
+//! - **yes/no**: it opens with an auxiliary verb ("Are X and Y both ...?", "Were X and Y of
+//!   the same nationality?");
+//! - **comparison**: it offers two options, "..., X or Y?", and usually says what decides
+//!   between them ("first", "older", "more", ...);
+//! - **bridge**: anything else (an entity found on the way leads to the answer).
+
+use serde::Serialize;
+
+/// The three multi-hop question types of the QA literature (HotpotQA's, with yes/no apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionKind {
+    Bridge,
+    Comparison,
+    YesNo,
+}
+
+/// What decides a comparison: which value wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// The earlier date ("first", "older", "earlier").
+    Earliest,
+    /// The later date ("last", "younger", "more recently").
+    Latest,
+    /// The larger number ("more", "larger", "taller").
+    Most,
+    /// The smaller number ("fewer", "smaller", "shorter").
+    Least,
+}
+
+impl Order {
+    /// Comparing dates rather than quantities.
+    pub fn is_temporal(self) -> bool {
+        matches!(self, Order::Earliest | Order::Latest)
+    }
+}
+
+/// The rules' reading of a question.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    pub kind: QuestionKind,
+    /// The two options of "..., X or Y?".
+    pub options: Option<[String; 2]>,
+    /// What decides a comparison, when the wording says.
+    pub order: Option<Order>,
+    /// The attribute a yes/no question asks to be the same ("same nationality" -> "nationality").
+    pub same: Option<String>,
+}
+
+const AUXILIARIES: &[&str] = &[
+    "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will",
+    "would", "should",
+];
+
+/// Phrases that decide a comparison, longest first so "more recently" is not read as "more".
+const ORDER_PHRASES: &[(&str, Order)] = &[
+    ("more recently", Order::Latest),
+    ("more recent", Order::Latest),
+    ("most recently", Order::Latest),
+    ("most recent", Order::Latest),
+    ("first", Order::Earliest),
+    ("earlier", Order::Earliest),
+    ("earliest", Order::Earliest),
+    ("older", Order::Earliest),
+    ("oldest", Order::Earliest),
+    ("before", Order::Earliest),
+    ("sooner", Order::Earliest),
+    ("last", Order::Latest),
+    ("later", Order::Latest),
+    ("latest", Order::Latest),
+    ("younger", Order::Latest),
+    ("youngest", Order::Latest),
+    ("newer", Order::Latest),
+    ("newest", Order::Latest),
+    ("after", Order::Latest),
+    ("more", Order::Most),
+    ("most", Order::Most),
+    ("larger", Order::Most),
+    ("largest", Order::Most),
+    ("bigger", Order::Most),
+    ("biggest", Order::Most),
+    ("higher", Order::Most),
+    ("highest", Order::Most),
+    ("taller", Order::Most),
+    ("tallest", Order::Most),
+    ("longer", Order::Most),
+    ("longest", Order::Most),
+    ("greater", Order::Most),
+    ("greatest", Order::Most),
+    ("heavier", Order::Most),
+    ("fewer", Order::Least),
+    ("fewest", Order::Least),
+    ("less", Order::Least),
+    ("least", Order::Least),
+    ("smaller", Order::Least),
+    ("smallest", Order::Least),
+    ("lower", Order::Least),
+    ("lowest", Order::Least),
+    ("shorter", Order::Least),
+    ("shortest", Order::Least),
+];
+
+/// Reads a question's type, options and deciding order.
+pub fn analyse(question: &str) -> Analysis {
+    let lower = question.trim().to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let yes_no = words.first().is_some_and(|w| AUXILIARIES.contains(w));
+    let options = if yes_no { None } else { options(question) };
+    let kind = match (yes_no, &options) {
+        (true, _) => QuestionKind::YesNo,
+        (false, Some(_)) => QuestionKind::Comparison,
+        (false, None) => QuestionKind::Bridge,
+    };
+    Analysis {
+        kind,
+        order: order(&words),
+        same: same_attribute(&words),
+        options,
+    }
+}
+
+/// "..., X or Y?" -> [X, Y]: the text after the last comma (or colon) before the last " or ".
+fn options(question: &str) -> Option<[String; 2]> {
+    let body = question.trim().trim_end_matches(['?', '.', ' ']);
+    let or = body.rfind(" or ")?;
+    let head = &body[..or];
+    let start = head.rfind([',', ':']).map(|i| i + 1)?;
+    let clean = |s: &str| {
+        s.trim()
+            .trim_start_matches("the ")
+            .trim_matches(['"', '\''])
+            .trim()
+            .to_string()
+    };
+    let (a, b) = (clean(&head[start..]), clean(&body[or + 4..]));
+    (!a.is_empty() && !b.is_empty()).then_some([a, b])
+}
+
+fn order(words: &[&str]) -> Option<Order> {
+    ORDER_PHRASES.iter().find_map(|&(phrase, order)| {
+        let phrase: Vec<&str> = phrase.split(' ').collect();
+        words
+            .windows(phrase.len())
+            .any(|w| w == phrase.as_slice())
+            .then_some(order)
+    })
+}
+
+/// The word after "same" that is not an article or "type of".
+fn same_attribute(words: &[&str]) -> Option<String> {
+    let at = words.iter().position(|w| *w == "same")?;
+    words[at + 1..]
+        .iter()
+        .find(|w| !matches!(**w, "the" | "a" | "kind" | "type" | "of"))
+        .map(|w| w.to_string())
+}
+
+/// The years and numbers of a text, in order, as (value, byte range). A year is four digits
+/// from 1000 to 2099; other numbers may carry thousands separators and decimals, or be a
+/// number word up to twenty.
+pub fn numbers(text: &str) -> Vec<(f64, std::ops::Range<usize>)> {
+    const WORDS: &[&str] = &[
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        let part_of_word = c.is_alphanumeric()
+            || ((c == ',' || c == '.')
+                && start.is_some()
+                && text[i + 1..].starts_with(|d: char| d.is_ascii_digit()));
+        match (part_of_word, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                let token = &text[s..i];
+                let digits = token.replace(',', "");
+                if let Ok(value) = digits.parse::<f64>() {
+                    out.push((value, s..i));
+                } else if let Some(n) = WORDS.iter().position(|w| token.eq_ignore_ascii_case(w)) {
+                    out.push((n as f64, s..i));
+                }
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The years (1000..=2099) of a text, in order, as (year, byte range).
+pub fn years(text: &str) -> Vec<(f64, std::ops::Range<usize>)> {
+    numbers(text)
+        .into_iter()
+        .filter(|(v, r)| r.len() == 4 && (1000.0..=2099.0).contains(v) && v.fract() == 0.0)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comparisons_give_their_options_and_order() {
+        let a = analyse("Which magazine was started first, Arthur's Magazine or First for Women?");
+        assert_eq!(a.kind, QuestionKind::Comparison);
+        assert_eq!(
+            a.options,
+            Some([
+                "Arthur's Magazine".to_string(),
+                "First for Women".to_string()
+            ])
+        );
+        assert_eq!(a.order, Some(Order::Earliest));
+        let b = analyse("Who has lived more recently: Ian Curtis or Bob Dylan?");
+        assert_eq!(b.order, Some(Order::Latest));
+        assert_eq!(b.options.unwrap()[0], "Ian Curtis");
+        assert_eq!(
+            analyse("Which band has more members, Muse or the Kooks?").options,
+            Some(["Muse".to_string(), "Kooks".to_string()])
+        );
+    }
+
+    #[test]
+    fn yes_no_and_bridge_questions_are_told_apart() {
+        let a = analyse("Were Scott Derrickson and Ed Wood of the same nationality?");
+        assert_eq!(a.kind, QuestionKind::YesNo);
+        assert_eq!(a.same.as_deref(), Some("nationality"));
+        let b = analyse("Where was the director of Inception born?");
+        assert_eq!(b.kind, QuestionKind::Bridge);
+        assert_eq!(b.options, None);
+        // "or" without a comma names no options.
+        assert_eq!(
+            analyse("What is the sum of one or two things").kind,
+            QuestionKind::Bridge
+        );
+    }
+
+    #[test]
+    fn numbers_and_years_are_found_with_their_place() {
+        let text = "Founded in 1839, it sold 1,200.5 copies to twelve readers (born 3 May 1950).";
+        let values: Vec<f64> = numbers(text).into_iter().map(|(v, _)| v).collect();
+        assert_eq!(values, [1839.0, 1200.5, 12.0, 3.0, 1950.0]);
+        let found = years(text);
+        assert_eq!(found.len(), 2);
+        assert_eq!(&text[found[1].1.clone()], "1950");
+    }
+}

@@ -93,7 +93,18 @@ pub fn run(args: AskArgs) -> Result<()> {
     };
     let response = match args.hops.hops {
         1 => pipeline.ask(&args.question, &options)?,
-        _ => pipeline.ask_hops(&args.question, &options, &args.hops.options())?,
+        _ => {
+            let decomposer = match args.hops.decompose {
+                crate::hops::Decompose::Llm => Some(crate::hops::LlmDecomposer {
+                    generator: args.generator.load()?,
+                }),
+                crate::hops::Decompose::Rules => None,
+            };
+            let decomposer = decomposer
+                .as_ref()
+                .map(|d| d as &dyn lector_pipeline::Decomposer);
+            pipeline.ask_hops_with(&args.question, &options, &args.hops.options(), decomposer)?
+        }
     };
     let probabilities = match (&response.answer, args.explain) {
         (Some(answer), true) => Some(pipeline.token_probabilities(

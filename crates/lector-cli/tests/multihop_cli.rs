@@ -4,8 +4,11 @@
 //! and `ask --hops 2` shows the chain.
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
 
 fn lector(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lector"))
@@ -166,20 +169,9 @@ fn eval_hotpot_matches_the_official_script_and_two_hops_find_both_paragraphs() {
     assert!(yes_no > 0, "the slice has yes/no questions");
 }
 
-#[test]
-fn ask_with_two_hops_shows_the_chain_and_the_time_of_each_hop() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, questions) = slice(dir.path(), 40);
-    let comparison = questions
-        .iter()
-        .find(|q| {
-            q["type"] == "comparison"
-                && q["question"].as_str().unwrap().contains(" or ")
-                && q["answer"] != "yes"
-                && q["answer"] != "no"
-        })
-        .expect("a comparison question in the slice");
-    let docs: String = comparison["context"]
+/// An index of one question's ten paragraphs (id and title: the paragraph's title).
+fn index_of(dir: &Path, question: &Value) -> String {
+    let docs: String = question["context"]
         .as_array()
         .unwrap()
         .iter()
@@ -194,9 +186,9 @@ fn ask_with_two_hops_shows_the_chain_and_the_time_of_each_hop() {
             serde_json::json!({"id": title, "title": title, "text": text}).to_string() + "\n"
         })
         .collect();
-    let docs_path = dir.path().join("docs.jsonl");
+    let docs_path = dir.join("docs.jsonl");
     std::fs::write(&docs_path, docs).unwrap();
-    let index = dir.path().join("index").to_string_lossy().into_owned();
+    let index = dir.join("index").to_string_lossy().into_owned();
     ok(&lector(&[
         "index",
         "add",
@@ -204,6 +196,25 @@ fn ask_with_two_hops_shows_the_chain_and_the_time_of_each_hop() {
         "--index",
         &index,
     ]));
+    index
+}
+
+#[test]
+fn ask_with_two_hops_shows_the_chain_and_the_time_of_each_hop() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, questions) = slice(dir.path(), 40);
+    let comparison = questions
+        .iter()
+        .find(|q| {
+            let question = q["question"].as_str().unwrap();
+            q["type"] == "comparison"
+                && question.contains(", ")
+                && question.contains(" or ")
+                && q["answer"] != "yes"
+                && q["answer"] != "no"
+        })
+        .expect("a comparison question in the slice");
+    let index = index_of(dir.path(), comparison);
     let question = comparison["question"].as_str().unwrap();
 
     let json: Value = serde_json::from_str(&ok(&lector(&[
@@ -232,4 +243,95 @@ fn ask_with_two_hops_shows_the_chain_and_the_time_of_each_hop() {
     let bad = lector(&["ask", question, "--index", &index, "--hops", "3"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--hops"));
+}
+
+/// An OpenAI-compatible endpoint that answers every chat completion with `reply` and keeps
+/// the request bodies; returns its base URL.
+fn scripted_endpoint(reply: &'static str, requests: Arc<Mutex<Vec<String>>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            requests
+                .lock()
+                .unwrap()
+                .push(String::from_utf8(body).unwrap());
+            let out = serde_json::json!({
+                "choices": [{"message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 10}
+            })
+            .to_string();
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
+                out.len()
+            )
+            .unwrap();
+        }
+    });
+    url
+}
+
+#[test]
+fn an_llm_decomposes_a_bridge_question_into_a_chain_of_sub_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, questions) = slice(dir.path(), 40);
+    let bridge = questions
+        .iter()
+        .find(|q| q["question"].as_str().unwrap().contains("Tinted Windows"))
+        .expect("the Tinted Windows question in the slice");
+    let index = index_of(dir.path(), bridge);
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let url = scripted_endpoint(
+        "Here you are:\n1. Which band released the debut album Tinted Windows?\n2. In what city did #1 have their first performance?",
+        requests.clone(),
+    );
+    let question = bridge["question"].as_str().unwrap();
+    let out = lector(&[
+        "ask",
+        question,
+        "--index",
+        &index,
+        "--hops",
+        "2",
+        "--decompose",
+        "llm",
+        "--endpoint",
+        &url,
+        "--api-model",
+        "scripted",
+        "--json",
+    ]);
+    let json: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let sent = requests.lock().unwrap();
+    assert_eq!(sent.len(), 1, "one decomposition request");
+    assert!(sent[0].contains("Tinted Windows"), "{}", sent[0]);
+    let chain = json["hops"]["chain"].as_array().unwrap();
+    assert_eq!(chain.len(), 2, "{chain:?}");
+    let first = chain[0]["answer"].as_str().unwrap();
+    let second = chain[1]["question"].as_str().unwrap();
+    assert!(!first.is_empty());
+    assert!(
+        second.contains(first) && !second.contains("#1"),
+        "`{second}` has the first answer `{first}` in place of #1"
+    );
+    assert_eq!(json["answer"]["text"], chain[1]["answer"]);
+    // The sub-answers' passages are the supporting spans.
+    let support = json["hops"]["support"].as_array().unwrap();
+    assert_eq!(support.len(), 2, "{support:?}");
 }

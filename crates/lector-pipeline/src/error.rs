@@ -27,6 +27,9 @@ pub enum Error {
     /// The question is empty or only whitespace.
     #[error("the question is empty")]
     EmptyQuestion,
+    /// Decomposing a question into sub-questions failed (e.g. the language model's endpoint).
+    #[error("decomposing the question failed: {0}")]
+    Decompose(String),
     /// Options that cannot work (e.g. `k = 0`).
     #[error("invalid options: {0}")]
     Options(String),

@@ -42,7 +42,7 @@ pub use aggregate::{
 pub use calibration::{Calibration, DEFAULT_THRESHOLD};
 pub use config::{Built, PipelineConfig, RerankConfig, RetrievalConfig};
 pub use error::{Error, Result};
-pub use multihop::{HopOptions, HopTrace, SecondHop};
+pub use multihop::{Decomposer, HopOptions, HopTrace, SecondHop};
 
 use lector_index::{Embedder, Hit, Index, Mode, PassageScorer, Retriever, SearchOptions};
 use lector_reader::{Query, ReadParams, Reader, WindowProbabilities};

@@ -37,6 +37,13 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// Splits a question into sub-questions (for example a language model prompted to); a later
+/// sub-question refers to an earlier one's answer as `#1`, `#2`, ...
+pub trait Decomposer {
+    /// The sub-questions, in order; one (or none) when the question is already simple.
+    fn decompose(&self, question: &str) -> std::result::Result<Vec<String>, String>;
+}
+
 /// How the second hop searches from a first-hop passage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -188,8 +195,25 @@ impl Pipeline {
         options: &crate::AskOptions,
         hops: &HopOptions,
     ) -> Result<Response> {
+        self.ask_hops_with(question, options, hops, None)
+    }
+
+    /// [`Pipeline::ask_hops`] with a decomposer for bridge questions: each sub-question is
+    /// answered in turn (one hop each, `#n` replaced by the n-th answer), the first answer joins
+    /// the second hop's bridges, and with two hops the last sub-answer is the answer.
+    pub fn ask_hops_with(
+        &self,
+        question: &str,
+        options: &crate::AskOptions,
+        hops: &HopOptions,
+        decomposer: Option<&dyn Decomposer>,
+    ) -> Result<Response> {
         check_hop_options(hops)?;
         let analysis = question::analyse(question);
+        let chain = match (decomposer, analysis.kind, hops.hops) {
+            (Some(d), QuestionKind::Bridge, 2) => self.answer_chain(question, d, options)?,
+            _ => Vec::new(),
+        };
         let search = options
             .search
             .clone()
@@ -208,9 +232,13 @@ impl Pipeline {
             .zip(predictions)
             .map(|(hit, p)| PassageReading::new(hit.clone(), self.date_of(&hit.doc_id), p))
             .collect();
+        let sub_answers: Vec<String> = chain.iter().map(|(s, _)| s.answer.clone()).collect();
         let bridges: Vec<Vec<String>> = readings
             .iter()
-            .map(|r| r.answers.iter().map(|a| a.answer.clone()).collect())
+            .map(|r| {
+                let read = r.answers.iter().map(|a| a.answer.clone());
+                read.chain(sub_answers.iter().cloned()).collect()
+            })
             .collect();
         let mut response = self.respond(question, readings, &aggregation(self, options));
         response.timings.retrieve_ms = ms(retrieve_time);
@@ -253,6 +281,19 @@ impl Pipeline {
         trace.ranking = ranking(&scored, &first, &pool);
         trace.paths = top.iter().map(|p| view(p, &pool)).collect();
         trace.support = answer_support(&answered, &top, &pool);
+        if let Some((_, last)) = chain.last() {
+            if let Some(answer) = &last.answer {
+                answered.answer = Some(answer.clone());
+                answered.candidates.insert(0, answer.clone());
+                answered.abstention = None;
+                answered.na_prob = last.na_prob;
+                trace.support = chain
+                    .iter()
+                    .filter_map(|(s, _)| support_of_step(s))
+                    .collect();
+            }
+            trace.chain = chain.into_iter().map(|(s, _)| s).collect();
+        }
         match analysis.kind {
             QuestionKind::Bridge => {}
             QuestionKind::Comparison | QuestionKind::YesNo => self.decide(
@@ -268,6 +309,51 @@ impl Pipeline {
         trace.hop_ms.push(ms(hop2_start.elapsed()));
         answered.hops = Some(trace);
         Ok(answered)
+    }
+
+    /// Answers a decomposer's sub-questions in turn, each in one hop, `#n` in a later one
+    /// replaced by the n-th answer; each step with its response. Fewer than two sub-questions:
+    /// no chain.
+    fn answer_chain(
+        &self,
+        question: &str,
+        decomposer: &dyn Decomposer,
+        options: &crate::AskOptions,
+    ) -> Result<Vec<(Step, Response)>> {
+        let subs = decomposer.decompose(question).map_err(Error::Decompose)?;
+        if subs.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let mut chain: Vec<(Step, Response)> = Vec::new();
+        for sub in subs {
+            let mut asked = sub.clone();
+            for (n, (step, _)) in chain.iter().enumerate() {
+                asked = asked.replace(&format!("#{}", n + 1), &step.answer);
+            }
+            let response = self.ask(&asked, options)?;
+            let best = response.answer.as_ref().or(response.candidates.first());
+            let step = Step {
+                question: asked,
+                answer: best.map_or(String::new(), |c| c.text.clone()),
+                passage: best.map_or_else(
+                    || PassageId {
+                        doc_id: String::new(),
+                        title: None,
+                        passage: 0,
+                    },
+                    |c| PassageId {
+                        doc_id: c.evidence.doc_id.clone(),
+                        title: c.evidence.title.clone(),
+                        passage: c.evidence.passage,
+                    },
+                ),
+                start: best.map_or(0, |c| c.evidence.passage_start),
+                end: best.map_or(0, |c| c.evidence.passage_end),
+                score: best.map_or(0.0, |c| c.score),
+            };
+            chain.push((step, response));
+        }
+        Ok(chain)
     }
 
     /// The title index of this pipeline's index, built on first use.
@@ -506,6 +592,15 @@ fn view(path: &ScoredPath, pool: &Pool) -> PathView {
         score: path.score,
         linked: path.linked,
     }
+}
+
+/// Where a sub-answer lies, when it was found.
+fn support_of_step(step: &Step) -> Option<Support> {
+    (!step.passage.doc_id.is_empty()).then(|| Support {
+        passage: step.passage.clone(),
+        start: step.start,
+        end: step.end,
+    })
 }
 
 fn support_of(answer: &Candidate) -> Support {

@@ -96,6 +96,9 @@ struct Row {
 }
 
 pub fn run(args: &HotpotArgs) -> Result<()> {
+    if args.hops.decompose == crate::hops::Decompose::Llm {
+        bail!("--decompose llm is for `lector ask` (a language model per question is too slow for a whole file here)");
+    }
     let all = hotpot::read_dataset(&args.data)?;
     let end = args
         .limit

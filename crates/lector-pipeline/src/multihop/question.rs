@@ -110,11 +110,14 @@ pub fn analyse(question: &str) -> Analysis {
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .collect();
-    let yes_no = words.first().is_some_and(|w| AUXILIARIES.contains(w));
-    let options = if yes_no { None } else { options(question) };
-    let kind = match (yes_no, &options) {
-        (true, _) => QuestionKind::YesNo,
-        (false, Some(_)) => QuestionKind::Comparison,
+    let auxiliary_first = words.first().is_some_and(|w| AUXILIARIES.contains(w));
+    let options = match auxiliary_first {
+        true => options_after_auxiliary(question),
+        false => options(question),
+    };
+    let kind = match (auxiliary_first, &options) {
+        (_, Some(_)) => QuestionKind::Comparison,
+        (true, None) => QuestionKind::YesNo,
         (false, None) => QuestionKind::Bridge,
     };
     Analysis {
@@ -140,6 +143,50 @@ fn options(question: &str) -> Option<[String; 2]> {
     };
     let (a, b) = (clean(&head[start..]), clean(&body[or + 4..]));
     (!a.is_empty() && !b.is_empty()).then_some([a, b])
+}
+
+/// "Was X or Y born first?" -> [X, Y]: a choice asked with an auxiliary. X is what lies between
+/// the auxiliary and " or ", Y the name after it; both lose leading lower-case words ("the
+/// band"), and Y ends where the name's capitalised words (with "of", "the", "and", "de" and
+/// commas between them) end.
+fn options_after_auxiliary(question: &str) -> Option<[String; 2]> {
+    let body = question.trim().trim_end_matches(['?', '.', ' ']);
+    let (head, tail) = body.split_once(" or ")?;
+    let a = name_start(head.split_once(' ')?.1);
+    let mut b_words = Vec::new();
+    for word in name_start(tail).split(' ') {
+        let bare = word.trim_end_matches(',');
+        let capitalised = bare
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+        let joins = matches!(bare, "of" | "the" | "and" | "de" | "for");
+        if !(capitalised || joins) {
+            break;
+        }
+        b_words.push(word);
+    }
+    while b_words
+        .last()
+        .is_some_and(|w| matches!(*w, "of" | "the" | "and" | "de" | "for"))
+    {
+        b_words.pop();
+    }
+    let b = b_words.join(" ").trim_end_matches(',').to_string();
+    let a = a.trim().to_string();
+    (!a.is_empty() && !b.is_empty() && a.chars().next().is_some_and(char::is_uppercase))
+        .then_some([a, b])
+}
+
+/// `text` from its first word that starts with a capital letter or a digit.
+fn name_start(text: &str) -> &str {
+    let at = text
+        .char_indices()
+        .find(|&(i, c)| {
+            (c.is_uppercase() || c.is_ascii_digit()) && (i == 0 || text[..i].ends_with(' '))
+        })
+        .map_or(text.len(), |(i, _)| i);
+    &text[at..]
 }
 
 fn order(words: &[&str]) -> Option<Order> {
@@ -254,6 +301,23 @@ mod tests {
         let b = analyse("Where was the director of Inception born?");
         assert_eq!(b.kind, QuestionKind::Bridge);
         assert_eq!(b.options, None);
+        let c = analyse("Was Pennsylvania State University or University of California, San Francisco founded first?");
+        assert_eq!(c.kind, QuestionKind::Comparison);
+        assert_eq!(
+            c.options,
+            Some([
+                "Pennsylvania State University".to_string(),
+                "University of California, San Francisco".to_string()
+            ])
+        );
+        assert_eq!(
+            analyse("Does the band God Lives Underwater or the band The Dear Hunter come from a larger state?").options,
+            Some(["God Lives Underwater".to_string(), "The Dear Hunter".to_string()])
+        );
+        assert_eq!(
+            analyse("Are both Muse and Blur English bands?").kind,
+            QuestionKind::YesNo
+        );
         // "or" without a comma names no options.
         assert_eq!(
             analyse("What is the sum of one or two things").kind,

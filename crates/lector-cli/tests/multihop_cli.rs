@@ -335,3 +335,80 @@ fn an_llm_decomposes_a_bridge_question_into_a_chain_of_sub_answers() {
     let support = json["hops"]["support"].as_array().unwrap();
     assert_eq!(support.len(), 2, "{support:?}");
 }
+
+#[test]
+fn a_run_file_of_titles_with_spaces_reads_back_to_the_same_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, questions) = slice(dir.path(), 40);
+    // Every paragraph of the slice, one document per title (ids with spaces).
+    let index = dir.path().join("index");
+    let out = lector(&[
+        "eval",
+        "hotpot",
+        &data,
+        "--setting",
+        "open",
+        "--index",
+        &index.to_string_lossy(),
+        "--limit",
+        "1",
+    ]);
+    ok(&out);
+    let mut queries = String::new();
+    let mut qrels = String::from("query-id\tcorpus-id\tscore\n");
+    for q in &questions {
+        let id = q["_id"].as_str().unwrap();
+        queries += &(serde_json::json!({"_id": id, "text": q["question"]}).to_string() + "\n");
+        let mut titles: Vec<&str> = q["supporting_facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f[0].as_str().unwrap())
+            .collect();
+        titles.dedup();
+        for title in titles {
+            qrels += &format!("{id}\t{title}\t1\n");
+        }
+    }
+    let queries_path = dir.path().join("queries.jsonl");
+    let qrels_path = dir.path().join("qrels.tsv");
+    std::fs::write(&queries_path, queries).unwrap();
+    std::fs::write(&qrels_path, qrels).unwrap();
+    let run = dir.path().join("run.trec");
+    let scored: Value = serde_json::from_str(&ok(&lector(&[
+        "eval",
+        "retrieval",
+        "--index",
+        &index.to_string_lossy(),
+        "--queries",
+        &queries_path.to_string_lossy(),
+        "--qrels",
+        &qrels_path.to_string_lossy(),
+        "--run-out",
+        &run.to_string_lossy(),
+        "--json",
+    ])))
+    .unwrap();
+    // Six whitespace-separated columns on every line, spaces in ids escaped.
+    let text = std::fs::read_to_string(&run).unwrap();
+    assert!(
+        text.lines().all(|l| l.split_whitespace().count() == 6),
+        "{text}"
+    );
+    assert!(text.contains("%20"), "titles with spaces are escaped");
+    let again: Value = serde_json::from_str(&ok(&lector(&[
+        "eval",
+        "retrieval",
+        "--run",
+        &run.to_string_lossy(),
+        "--qrels",
+        &qrels_path.to_string_lossy(),
+        "--json",
+    ])))
+    .unwrap();
+    for metric in ["ndcg@10", "recall@5", "mrr"] {
+        let (a, b) = (&scored[metric]["mean"], &again[metric]["mean"]);
+        assert!(a.as_f64().unwrap() > 0.0, "{metric} {a}");
+        assert_eq!(a, b, "{metric}");
+    }
+}

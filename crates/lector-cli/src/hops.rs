@@ -29,8 +29,8 @@ pub struct HopArgs {
     /// With --hops 2: weights of a passage pair's evidence: first-hop rank, second-hop rank,
     /// link, title named in the question, second passage's first-hop rank (see
     /// lector_pipeline::multihop::PathWeights).
-    #[arg(long, value_delimiter = ',', num_args = 5, value_name = "W", value_parser = crate::values::non_negative)]
-    path_weights: Option<Vec<f64>>,
+    #[arg(long, value_name = "W,W,W,W,W", value_parser = parse_weights)]
+    path_weights: Option<PathWeights>,
     /// With --hops 2: how bridge questions are split into sub-questions: `rules` (none for
     /// bridges; comparison and yes/no sub-questions come from rules) or `llm` (the generator of
     /// the --generator-model/--endpoint options writes them).
@@ -93,6 +93,26 @@ pub fn parse_sub_questions(reply: &str) -> Vec<String> {
         .collect()
 }
 
+/// Five non-negative weights, comma-separated, in `PathWeights`' order.
+fn parse_weights(text: &str) -> Result<PathWeights, String> {
+    let values = text
+        .split(',')
+        .map(|v| crate::values::non_negative(v.trim()))
+        .collect::<Result<Vec<f64>, String>>()?;
+    match values[..] {
+        [first, second, link, named, alone] => Ok(PathWeights {
+            first,
+            second,
+            link,
+            named,
+            alone,
+        }),
+        _ => Err(format!(
+            "`{text}` is not five comma-separated weights (first, second, link, named, alone)"
+        )),
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum SecondHopArg {
     Lexical,
@@ -113,16 +133,7 @@ impl HopArgs {
                 SecondHopArg::Both => SecondHop::Both,
             },
             stop_confidence: self.stop_confidence,
-            weights: match self.path_weights.as_deref() {
-                Some(&[first, second, link, named, alone]) => PathWeights {
-                    first,
-                    second,
-                    link,
-                    named,
-                    alone,
-                },
-                _ => PathWeights::default(),
-            },
+            weights: self.path_weights.unwrap_or_default(),
             ..HopOptions::default()
         }
     }
@@ -206,5 +217,16 @@ mod tests {
             ["Who directed Inception?", "Where was #1 born?"]
         );
         assert!(parse_sub_questions("no numbers here").is_empty());
+    }
+
+    #[test]
+    fn path_weights_are_five_non_negative_numbers() {
+        let w = parse_weights("1, 2,0.5,0,3").unwrap();
+        assert_eq!(
+            (w.first, w.second, w.link, w.named, w.alone),
+            (1.0, 2.0, 0.5, 0.0, 3.0)
+        );
+        assert!(parse_weights("1,2").unwrap_err().contains("five"));
+        assert!(parse_weights("1,2,3,4,-1").is_err());
     }
 }

@@ -25,12 +25,14 @@ pub struct PathWeights {
 }
 
 impl Default for PathWeights {
-    /// Chosen on the first half of the shared HotpotQA sample (bench/hotpot_tune.sh).
+    /// Chosen on the first half of the shared HotpotQA sample (bench/hotpot_tune.sh: a link
+    /// weight of 1 against 0.5 raised both-paragraphs recall@5 from 80.6 to 82.7 and answer F1;
+    /// dropping the second passage's own rank or doubling the named bonus did not help).
     fn default() -> Self {
         PathWeights {
             first: 1.0,
             second: 1.0,
-            link: 0.5,
+            link: 1.0,
             named: 0.5,
             alone: 0.5,
         }

@@ -88,7 +88,11 @@ fn eval_open(dir: &Path, data: &str, hops: &str) -> (Value, Vec<Value>, PathBuf)
         &per_question.to_string_lossy(),
         "--predictions",
         &predictions.to_string_lossy(),
+        "--html",
+        &dir.join(format!("report{hops}.html")).to_string_lossy(),
     ]);
+    let html = std::fs::read_to_string(dir.join(format!("report{hops}.html"))).unwrap();
+    assert!(html.contains("both@5") && html.contains("By question type"));
     let report: Value = serde_json::from_str(&ok(&out)).unwrap();
     (report, rows(&per_question), predictions)
 }

@@ -188,7 +188,7 @@ fn question_from_json(index: usize, entry: Value) -> std::result::Result<Questio
     let Value::Object(mut fields) = entry else {
         return Err(format!(
             "question {index}: expected an object, found {}",
-            json_kind(&entry)
+            crate::input::json_kind(&entry)
         ));
     };
     let id: String = take(&mut fields, "_id").map_err(|e| format!("question {index}: {e}"))?;
@@ -236,17 +236,6 @@ fn take_each<T: DeserializeOwned>(
         .enumerate()
         .map(|(i, item)| serde_json::from_value(item).map_err(|e| format!("`{name}[{i}]`: {e}")))
         .collect()
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Official prediction file: `{"answer": {id: text}, "sp": {id: [[title, idx], ...]}}`.

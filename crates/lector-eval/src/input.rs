@@ -127,3 +127,16 @@ fn line_col(prefix: &[u8]) -> (usize, usize) {
     let column = prefix.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
     (line, column)
 }
+
+/// What a JSON value is, for messages ("expected an array, found a string").
+pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

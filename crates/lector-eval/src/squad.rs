@@ -153,7 +153,7 @@ pub fn read_predictions(path: &Path) -> Result<Predictions> {
                 path,
                 format!(
                     "prediction for `{id}` is {}, expected a string",
-                    kind(&other)
+                    crate::input::json_kind(&other)
                 ),
             )),
         })
@@ -177,22 +177,11 @@ pub fn read_na_probs(path: &Path) -> Result<NaProbs> {
                 path,
                 format!(
                     "no-answer probability for `{id}` is {}, expected a number",
-                    kind(&value)
+                    crate::input::json_kind(&value)
                 ),
             )),
         })
         .collect()
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// How one question scored.

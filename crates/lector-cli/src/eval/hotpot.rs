@@ -423,6 +423,77 @@ fn columns(rows: &[&Row]) -> Vec<(String, Vec<f64>)> {
     out
 }
 
+/// The self-contained HTML report: headline metrics with intervals, the both-paragraphs
+/// recall curve, and the breakdown by type.
+fn html_report(
+    path: &Path,
+    rows: &[Row],
+    intervals: &[(String, stats::Interval)],
+    by_type: &[(&str, Vec<&Row>)],
+    args: &HotpotArgs,
+) -> Result<()> {
+    use lector_eval::report::{Metric, Report};
+    let mut report = Report::new(format!("HotpotQA: {}", args.data.display()));
+    let metrics: Vec<Metric> = intervals
+        .iter()
+        .map(|(name, i)| Metric::with_interval(name.clone(), *i))
+        .collect();
+    let confidence = args.output.bootstrap.settings().confidence;
+    report.metrics("Headline metrics", &metrics, confidence);
+    let curve: Vec<(f64, f64)> = BOTH_KS
+        .iter()
+        .map(|&k| {
+            let name = format!("both@{k}");
+            let values: Vec<f64> = rows.iter().map(|r| r.both[&name]).collect();
+            (k as f64, stats::mean(&values))
+        })
+        .collect();
+    report.curve(
+        "Both gold paragraphs in the first k passages",
+        &curve,
+        1.0,
+        "k",
+        "recall",
+    );
+    let table: Vec<Vec<String>> = by_type
+        .iter()
+        .map(|(name, group)| {
+            let mean = |f: fn(&Row) -> f64| {
+                let values: Vec<f64> = group.iter().map(|r| f(r)).collect();
+                format!("{:.2}", 100.0 * stats::mean(&values))
+            };
+            vec![
+                name.to_string(),
+                group.len().to_string(),
+                mean(|r| r.em),
+                mean(|r| r.f1),
+                mean(|r| r.sp_f1),
+                mean(|r| r.joint_f1),
+                mean(|r| r.both["both@5"]),
+            ]
+        })
+        .collect();
+    report.table(
+        "By question type",
+        &[
+            "type",
+            "questions",
+            "EM",
+            "F1",
+            "sp F1",
+            "joint F1",
+            "both@5",
+        ],
+        &table,
+    );
+    report.note(&format!(
+        "{} questions, {} hop(s). Answer, supporting-fact and joint metrics as hotpot_evaluate_v1.py computes them.",
+        rows.len(),
+        args.hops.hops
+    ));
+    Ok(report.write(path)?)
+}
+
 fn print_report(rows: &[Row], official: &BTreeMap<String, f64>, args: &HotpotArgs) -> Result<()> {
     let settings = args.output.bootstrap.settings();
     let all: Vec<&Row> = rows.iter().collect();
@@ -445,6 +516,9 @@ fn print_report(rows: &[Row], official: &BTreeMap<String, f64>, args: &HotpotArg
         stats::latency_summary(&hop_ms(1)),
     ];
     let stopped = rows.iter().filter(|r| r.stopped).count();
+    if let Some(path) = &args.output.html {
+        html_report(path, rows, &intervals, &by_type, args)?;
+    }
     if args.output.json {
         let mut types_out = Map::new();
         for (name, group) in &by_type {

@@ -58,6 +58,16 @@ pub struct ServeArgs {
     /// Request body bytes buffered at once, all requests together (503 unread beyond).
     #[arg(long, default_value_t = lector_server::limit::DEFAULT_MAX_BUFFERED_BYTES)]
     max_buffered_bytes: usize,
+    /// Longest an admitted request may take to send its body, in seconds (408 beyond).
+    #[arg(long, value_parser = crate::values::seconds, default_value_t = lector_server::limit::DEFAULT_BODY_TIMEOUT.as_secs_f64())]
+    body_timeout_secs: f64,
+    /// Longest a client may take to send a request's head, or idle on a keep-alive
+    /// connection, in seconds (the connection is closed beyond).
+    #[arg(long, value_parser = crate::values::seconds, default_value_t = lector_server::limit::DEFAULT_HEADER_TIMEOUT.as_secs_f64())]
+    header_timeout_secs: f64,
+    /// Connections open at once (further clients wait to be accepted).
+    #[arg(long, value_parser = crate::values::at_least_one, default_value_t = lector_server::limit::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
     #[command(flatten)]
     retrieval: RetrievalOptions,
     #[command(flatten)]
@@ -172,7 +182,9 @@ fn limits(args: &ServeArgs) -> Limits {
             .unwrap_or_else(lector_server::limit::default_running),
         max_queued: args.queue,
         max_buffered_bytes: args.max_buffered_bytes,
-        ..Limits::default()
+        body_timeout: Duration::from_secs_f64(args.body_timeout_secs),
+        header_timeout: Duration::from_secs_f64(args.header_timeout_secs),
+        max_connections: args.max_connections,
     }
 }
 

@@ -32,6 +32,22 @@ fn impossible_numbers_are_refused_with_the_option_named() {
     );
     refused(&["serve", "--index", index, "--workers", "0"], "--workers");
     refused(
+        &["serve", "--index", index, "--body-timeout-secs", "0"],
+        "--body-timeout-secs",
+    );
+    refused(
+        &["serve", "--index", index, "--header-timeout-secs", "inf"],
+        "--header-timeout-secs",
+    );
+    refused(
+        &["serve", "--index", index, "--max-connections", "0"],
+        "--max-connections",
+    );
+    refused(
+        &["ask", "q", "--index", index, "--path-weights", "1,2"],
+        "--path-weights",
+    );
+    refused(
         &["index", "add", "x.txt", "--index", index, "--max-doc-mb=-1"],
         "--max-doc-mb",
     );

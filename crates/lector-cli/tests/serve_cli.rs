@@ -188,6 +188,28 @@ fn two_hop_asks_over_http_carry_their_chain_and_bad_hops_are_refused() {
 }
 
 #[test]
+fn a_silent_client_is_dropped_after_the_header_timeout_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = index(dir.path());
+    let (mut server, addr) = serve(&index, &["--header-timeout-secs", "1"]);
+    let started = std::time::Instant::now();
+    let mut silent = TcpStream::connect(&addr).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = [0u8; 64];
+    // The server closes the connection: the read ends (0 bytes or a reset), not the 20 s timeout.
+    let _ = silent.read(&mut buf);
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(10),
+        "closed after {waited:?}"
+    );
+    kill(&mut server, "-TERM");
+    server.wait().unwrap();
+}
+
+#[test]
 fn generate_serves_chat_completions_and_without_it_they_are_501() {
     let dir = tempfile::tempdir().unwrap();
     let index = index(dir.path());

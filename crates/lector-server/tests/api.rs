@@ -507,6 +507,26 @@ fn metrics_healthz_openapi_and_the_page() {
     assert_eq!(status, 200);
     let doc: Value = serde_json::from_str(&text).unwrap();
     assert!(doc["paths"]["/v1/ask"]["post"].is_object());
+    // Every route answers 403 to a foreign Host or Origin, and every POST 415 to a non-JSON body.
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        let methods = ["get", "post", "put", "patch", "delete"];
+        for (method, op) in ops.as_object().unwrap() {
+            if !methods.contains(&method.as_str()) {
+                continue;
+            }
+            let responses = &op["responses"];
+            assert!(
+                responses["403"].is_object(),
+                "{method} {path} documents 403"
+            );
+            if method == "post" {
+                assert!(
+                    responses["415"].is_object(),
+                    "{method} {path} documents 415"
+                );
+            }
+        }
+    }
     let (status, page) = server.get("/");
     assert_eq!(status, 200);
     assert!(page.contains("<mark") || page.contains("\"mark\""));

@@ -94,15 +94,13 @@ pub fn run(args: AskArgs) -> Result<()> {
     let response = match args.hops.hops {
         1 => pipeline.ask(&args.question, &options)?,
         _ => {
-            let decomposer = match args.hops.decompose {
+            let llm = match args.hops.decompose {
                 crate::hops::Decompose::Llm => Some(crate::hops::LlmDecomposer {
                     generator: args.generator.load()?,
                 }),
-                crate::hops::Decompose::Rules => None,
+                _ => None,
             };
-            let decomposer = decomposer
-                .as_ref()
-                .map(|d| d as &dyn lector_pipeline::Decomposer);
+            let decomposer = crate::hops::decomposer(args.hops.decompose, llm.as_ref());
             pipeline.ask_hops_with(&args.question, &options, &args.hops.options(), decomposer)?
         }
     };

@@ -4,7 +4,9 @@
 use crate::table::print_table;
 use clap::{Args, ValueEnum};
 use lector_generate::{GenerateOptions, Generator, Message};
-use lector_pipeline::multihop::{Decomposer, HopOptions, HopTrace, PathWeights, SecondHop};
+use lector_pipeline::multihop::{
+    Decomposer, HopOptions, HopTrace, PathWeights, RuleDecomposer, SecondHop,
+};
 
 #[derive(Args, Clone)]
 pub struct HopArgs {
@@ -31,9 +33,10 @@ pub struct HopArgs {
     /// lector_pipeline::multihop::PathWeights).
     #[arg(long, value_name = "W,W,W,W,W", value_parser = parse_weights)]
     path_weights: Option<PathWeights>,
-    /// With --hops 2: how bridge questions are split into sub-questions: `rules` (none for
-    /// bridges; comparison and yes/no sub-questions come from rules) or `llm` (the generator of
-    /// the --generator-model/--endpoint options writes them).
+    /// With --hops 2: how bridge questions are split into sub-questions: `rules` (the first
+    /// "the N of E" phrase is asked first), `llm` (the generator of the
+    /// --generator-model/--endpoint options writes them) or `none` (the passage pairs alone).
+    /// Comparison and yes/no sub-questions always come from rules.
     #[arg(long, value_enum, default_value_t = Decompose::Rules)]
     pub decompose: Decompose,
 }
@@ -42,6 +45,16 @@ pub struct HopArgs {
 pub enum Decompose {
     Rules,
     Llm,
+    None,
+}
+
+/// The pipeline's decomposer for a `--decompose` choice (`llm`: the loaded one).
+pub fn decomposer(choice: Decompose, llm: Option<&LlmDecomposer>) -> Option<&dyn Decomposer> {
+    match choice {
+        Decompose::Rules => Some(&RuleDecomposer),
+        Decompose::Llm => llm.map(|d| d as &dyn Decomposer),
+        Decompose::None => None,
+    }
 }
 
 /// A language model that writes sub-questions: one per line, numbered, `#1` standing for the

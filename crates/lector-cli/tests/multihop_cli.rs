@@ -416,3 +416,41 @@ fn a_run_file_of_titles_with_spaces_reads_back_to_the_same_scores() {
         assert_eq!(a, b, "{metric}");
     }
 }
+
+#[test]
+fn the_rules_ask_a_the_n_of_e_phrase_first_and_show_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, questions) = slice(dir.path(), 40);
+    let bridge = questions
+        .iter()
+        .find(|q| q["question"].as_str().unwrap().contains("Tinted Windows"))
+        .expect("the Tinted Windows question in the slice");
+    let index = index_of(dir.path(), bridge);
+    let question = "Where was the singer of Tinted Windows born?";
+    let json: Value = serde_json::from_str(&ok(&lector(&[
+        "ask", question, "--index", &index, "--hops", "2", "--json",
+    ])))
+    .unwrap();
+    let chain = json["hops"]["chain"].as_array().unwrap();
+    assert_eq!(chain.len(), 2, "{chain:?}");
+    assert_eq!(chain[0]["question"], "Who is the singer of Tinted Windows?");
+    let first = chain[0]["answer"].as_str().unwrap();
+    assert_eq!(
+        chain[1]["question"].as_str().unwrap(),
+        format!("Where was {first} born?")
+    );
+    // Without decomposition there is no chain.
+    let json: Value = serde_json::from_str(&ok(&lector(&[
+        "ask",
+        question,
+        "--index",
+        &index,
+        "--hops",
+        "2",
+        "--decompose",
+        "none",
+        "--json",
+    ])))
+    .unwrap();
+    assert!(json["hops"]["chain"].as_array().unwrap().is_empty());
+}

@@ -16,8 +16,10 @@
 //! Comparison questions ("..., X or Y?") and yes/no questions ([`question::analyse`]) are
 //! then decided from sub-answers: a year or number read from each option's passage, or an
 //! attribute asked of each entity ("What is the nationality of X?") and compared, or whether
-//! each passage says what the question asks. The chain of sub-questions, answers and passages
-//! is returned as the evidence ([`HopTrace`]).
+//! each passage says what the question asks. Bridge questions are split into sub-questions
+//! ([`Decomposer`]: by rule, [`RuleDecomposer`], or by a language model) answered in turn; their
+//! answers join the second hop's bridges. The chain of sub-questions, answers and passages is
+//! returned as the evidence ([`HopTrace`]).
 
 mod paths;
 pub mod question;
@@ -42,6 +44,30 @@ use std::time::Instant;
 pub trait Decomposer {
     /// The sub-questions, in order; one (or none) when the question is already simple.
     fn decompose(&self, question: &str) -> std::result::Result<Vec<String>, String>;
+
+    /// Whether the last sub-answer replaces the passage pairs' answer (otherwise the sub-answers
+    /// only join the second hop's bridges and the chain).
+    fn answers(&self) -> bool {
+        true
+    }
+}
+
+/// The default decomposer: the first "the N of E" phrase of a bridge question is asked first
+/// ([`question::bridge_sub_questions`]).
+pub struct RuleDecomposer;
+
+impl Decomposer for RuleDecomposer {
+    fn decompose(&self, question: &str) -> std::result::Result<Vec<String>, String> {
+        Ok(question::bridge_sub_questions(question)
+            .map(Vec::from)
+            .unwrap_or_default())
+    }
+
+    /// Measured on the first half of the HotpotQA sample, letting the rule's last sub-answer be
+    /// the answer lowered F1 (37.24 -> 36.67): its sub-questions find better bridges than answers.
+    fn answers(&self) -> bool {
+        false
+    }
 }
 
 /// How the second hop searches from a first-hop passage.
@@ -195,10 +221,11 @@ impl Pipeline {
         options: &crate::AskOptions,
         hops: &HopOptions,
     ) -> Result<Response> {
-        self.ask_hops_with(question, options, hops, None)
+        self.ask_hops_with(question, options, hops, Some(&RuleDecomposer))
     }
 
-    /// [`Pipeline::ask_hops`] with a decomposer for bridge questions: each sub-question is
+    /// [`Pipeline::ask_hops`] with another decomposer for bridge questions, or none (`None`: the
+    /// passage pairs alone answer them). Each sub-question is
     /// answered in turn (one hop each, `#n` replaced by the n-th answer), the first answer joins
     /// the second hop's bridges, and with two hops the last sub-answer is the answer.
     pub fn ask_hops_with(
@@ -281,7 +308,8 @@ impl Pipeline {
         trace.ranking = ranking(&scored, &first, &pool);
         trace.paths = top.iter().map(|p| view(p, &pool)).collect();
         trace.support = answer_support(&answered, &top, &pool);
-        if let Some((_, last)) = chain.last() {
+        let chain_answers = decomposer.is_some_and(|d| d.answers());
+        if let Some((_, last)) = chain.last().filter(|_| chain_answers) {
             if let Some(answer) = &last.answer {
                 answered.answer = Some(answer.clone());
                 answered.candidates.insert(0, answer.clone());
@@ -292,8 +320,8 @@ impl Pipeline {
                     .filter_map(|(s, _)| support_of_step(s))
                     .collect();
             }
-            trace.chain = chain.into_iter().map(|(s, _)| s).collect();
         }
+        trace.chain = chain.into_iter().map(|(s, _)| s).collect();
         match analysis.kind {
             QuestionKind::Bridge => {}
             QuestionKind::Comparison | QuestionKind::YesNo => self.decide(

@@ -225,8 +225,9 @@ fn ask_each(
     let mut responses = Vec::with_capacity(questions.len());
     for q in questions {
         let pipeline = pipeline_for(q)?;
+        let decomposer = crate::hops::decomposer(args.hops.decompose, None);
         let response = pipeline
-            .ask_hops(&q.question, &options, &hops)
+            .ask_hops_with(&q.question, &options, &hops, decomposer)
             .with_context(|| format!("question {}", q.id))?;
         let trace = response
             .hops

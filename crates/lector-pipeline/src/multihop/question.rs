@@ -208,6 +208,115 @@ fn same_attribute(words: &[&str]) -> Option<String> {
         .map(|w| w.to_string())
 }
 
+/// Nouns for people: their phrase is asked with "Who", others with "What".
+const PERSON_NOUNS: &[&str] = &[
+    "actor",
+    "actress",
+    "author",
+    "brother",
+    "coach",
+    "composer",
+    "creator",
+    "daughter",
+    "designer",
+    "director",
+    "father",
+    "founder",
+    "husband",
+    "leader",
+    "manager",
+    "mother",
+    "owner",
+    "player",
+    "president",
+    "producer",
+    "singer",
+    "sister",
+    "son",
+    "star",
+    "wife",
+    "writer",
+];
+
+/// A bridge question split at its first "the N of E" phrase (one to three lower-case words, then
+/// "of" and a capitalised name): "Where was the director of Inception born?" -> ["Who is the
+/// director of Inception?", "Where was #1 born?"]. `None` when there is no such phrase, or
+/// nothing would be left to ask.
+pub fn bridge_sub_questions(question: &str) -> Option<[String; 2]> {
+    let body = question.trim().trim_end_matches(['?', ' ']);
+    let words: Vec<&str> = body.split(' ').collect();
+    for i in 0..words.len() {
+        if !words[i].eq_ignore_ascii_case("the") {
+            continue;
+        }
+        for n in 1..=3 {
+            let of = i + 1 + n;
+            if of + 1 >= words.len() || !words[i + 1..of].iter().all(|w| is_lower_word(w)) {
+                break;
+            }
+            if words[of] != "of" {
+                continue;
+            }
+            let end = name_end(&words, of + 1);
+            if end == of + 1 {
+                continue;
+            }
+            let phrase = words[i..end]
+                .join(" ")
+                .trim_end_matches([',', '.'])
+                .to_string();
+            let rest = body.replacen(&phrase, "#1", 1);
+            if words_besides_placeholder(&rest) < 3 {
+                return None;
+            }
+            let wh = match PERSON_NOUNS.contains(&words[of - 1]) {
+                true => "Who",
+                false => "What",
+            };
+            return Some([format!("{wh} is {phrase}?"), format!("{rest}?")]);
+        }
+    }
+    None
+}
+
+fn is_lower_word(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(|c| c.is_lowercase() || c == '-')
+}
+
+/// One past the last word of the capitalised name starting at `start` (connectors such as
+/// "of" and "the" only inside it; a word ending in a comma or full stop ends it).
+fn name_end(words: &[&str], start: usize) -> usize {
+    let mut end = start;
+    let mut i = start;
+    while i < words.len() {
+        let bare = words[i].trim_matches(['"', '\'', ',', '.']);
+        let capitalised = bare
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+        let connector = matches!(bare, "of" | "the" | "and" | "de" | "for");
+        if !(capitalised || connector && i > start) {
+            break;
+        }
+        i += 1;
+        if capitalised {
+            end = i;
+        }
+        if words[i - 1].ends_with([',', '.']) {
+            break;
+        }
+    }
+    end
+}
+
+/// Words of a sub-question other than the `#1` placeholder (a question word and a verb alone
+/// ask nothing new).
+fn words_besides_placeholder(rest: &str) -> usize {
+    rest.split(' ')
+        .filter(|w| !w.contains("#1") && !w.is_empty())
+        .count()
+}
+
 /// The years and numbers of a text, in order, as (value, byte range). A year is four digits
 /// from 1000 to 2099; other numbers may carry thousands separators and decimals, or be a
 /// number word up to twenty.
@@ -323,6 +432,29 @@ mod tests {
             analyse("What is the sum of one or two things").kind,
             QuestionKind::Bridge
         );
+    }
+
+    #[test]
+    fn a_the_n_of_e_phrase_splits_a_bridge_question() {
+        assert_eq!(
+            bridge_sub_questions("Where was the director of Inception born?"),
+            Some([
+                "Who is the director of Inception?".to_string(),
+                "Where was #1 born?".to_string()
+            ])
+        );
+        assert_eq!(
+            bridge_sub_questions("What year was the capital city of New South Wales founded?"),
+            Some([
+                "What is the capital city of New South Wales?".to_string(),
+                "What year was #1 founded?".to_string()
+            ])
+        );
+        assert_eq!(
+            bridge_sub_questions("Who is the director of Inception?"),
+            None
+        );
+        assert_eq!(bridge_sub_questions("Where was the film shot?"), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! Span probabilities are not comparable across passages: the reader's softmax runs over one
 //! passage at a time, so a distractor passage with a single plausible span gives it a high
 //! probability whatever the passage says. What the reader does compare is a span against the
-//! passage's own no-answer position (it was trained to pick [CLS] in paragraphs without the
+//! passage's own no-answer position (it was trained to pick \[CLS\] in paragraphs without the
 //! answer), so a candidate is scored `p / (p + null)`: the span probability against the no-answer
 //! score of its passage, a monotonic function of `exp(span logit - null logit)` in which the
 //! softmax normalisers cancel. Within one passage the order is the span probability's.

@@ -424,6 +424,41 @@ fn columns(rows: &[&Row]) -> Vec<(String, Vec<f64>)> {
     out
 }
 
+/// The columns of the breakdown by question type.
+const TYPE_HEADER: [&str; 8] = [
+    "type",
+    "questions",
+    "EM",
+    "F1",
+    "sp F1",
+    "joint F1",
+    "both@2",
+    "both@5",
+];
+
+/// One row per question type: its questions and mean metrics (in percent).
+fn type_table(by_type: &[(&str, Vec<&Row>)]) -> Vec<Vec<String>> {
+    by_type
+        .iter()
+        .map(|(name, group)| {
+            let mean = |f: fn(&Row) -> f64| {
+                let values: Vec<f64> = group.iter().map(|r| f(r)).collect();
+                format!("{:.2}", 100.0 * stats::mean(&values))
+            };
+            vec![
+                name.to_string(),
+                group.len().to_string(),
+                mean(|r| r.em),
+                mean(|r| r.f1),
+                mean(|r| r.sp_f1),
+                mean(|r| r.joint_f1),
+                mean(|r| r.both["both@2"]),
+                mean(|r| r.both["both@5"]),
+            ]
+        })
+        .collect()
+}
+
 /// The self-contained HTML report: headline metrics with intervals, the both-paragraphs
 /// recall curve, and the breakdown by type.
 fn html_report(
@@ -456,37 +491,7 @@ fn html_report(
         "k",
         "recall",
     );
-    let table: Vec<Vec<String>> = by_type
-        .iter()
-        .map(|(name, group)| {
-            let mean = |f: fn(&Row) -> f64| {
-                let values: Vec<f64> = group.iter().map(|r| f(r)).collect();
-                format!("{:.2}", 100.0 * stats::mean(&values))
-            };
-            vec![
-                name.to_string(),
-                group.len().to_string(),
-                mean(|r| r.em),
-                mean(|r| r.f1),
-                mean(|r| r.sp_f1),
-                mean(|r| r.joint_f1),
-                mean(|r| r.both["both@5"]),
-            ]
-        })
-        .collect();
-    report.table(
-        "By question type",
-        &[
-            "type",
-            "questions",
-            "EM",
-            "F1",
-            "sp F1",
-            "joint F1",
-            "both@5",
-        ],
-        &table,
-    );
+    report.table("By question type", &TYPE_HEADER, &type_table(by_type));
     report.note(&format!(
         "{} questions, {} hop(s). Answer, supporting-fact and joint metrics as hotpot_evaluate_v1.py computes them.",
         rows.len(),
@@ -574,38 +579,7 @@ fn print_report(rows: &[Row], official: &BTreeMap<String, f64>, args: &HotpotArg
         &table,
     );
     println!();
-    let type_rows: Vec<Vec<String>> = by_type
-        .iter()
-        .map(|(name, group)| {
-            let mean = |f: fn(&Row) -> f64| {
-                let values: Vec<f64> = group.iter().map(|r| f(r)).collect();
-                format!("{:.2}", 100.0 * stats::mean(&values))
-            };
-            vec![
-                name.to_string(),
-                group.len().to_string(),
-                mean(|r| r.em),
-                mean(|r| r.f1),
-                mean(|r| r.sp_f1),
-                mean(|r| r.joint_f1),
-                mean(|r| r.both["both@2"]),
-                mean(|r| r.both["both@5"]),
-            ]
-        })
-        .collect();
-    print_table(
-        &[
-            "type",
-            "questions",
-            "EM",
-            "F1",
-            "sp F1",
-            "joint F1",
-            "both@2",
-            "both@5",
-        ],
-        &type_rows,
-    );
+    print_table(&TYPE_HEADER, &type_table(&by_type));
     println!();
     for (hop, summary) in latency.iter().enumerate() {
         if let Some(l) = summary {

@@ -436,14 +436,18 @@ const TYPE_HEADER: [&str; 8] = [
     "both@5",
 ];
 
-/// One row per question type: its questions and mean metrics (in percent).
+/// One row per question type: its questions and mean metrics (in percent; "-" for a type
+/// without questions).
 fn type_table(by_type: &[(&str, Vec<&Row>)]) -> Vec<Vec<String>> {
     by_type
         .iter()
         .map(|(name, group)| {
             let mean = |f: fn(&Row) -> f64| {
                 let values: Vec<f64> = group.iter().map(|r| f(r)).collect();
-                format!("{:.2}", 100.0 * stats::mean(&values))
+                match values.is_empty() {
+                    true => "-".to_string(),
+                    false => format!("{:.2}", 100.0 * stats::mean(&values)),
+                }
             };
             vec![
                 name.to_string(),

@@ -123,9 +123,8 @@ pub fn run(args: &HotpotArgs) -> Result<()> {
                 .unwrap_or_else(|| temp.path().join("index"));
             index_paragraphs(&dir, unique_paragraphs(&all), embedder, true)?;
             let (pipeline, search) = open(&dir, args)?;
-            ask_each(questions, args, &search, |_| {
-                Ok(pipeline.with_index(pipeline.index().clone()))
-            })?
+            // One pipeline for every question: its title index is built once.
+            ask_each(questions, args, &search, &pipeline, |_| Ok(None))?
         }
         Setting::Distractor => {
             if args.index.is_some() {
@@ -134,10 +133,10 @@ pub fn run(args: &HotpotArgs) -> Result<()> {
             let first = temp.path().join("first");
             index_paragraphs(&first, questions[0].context.iter(), embedder.clone(), false)?;
             let (pipeline, search) = open(&first, args)?;
-            ask_each(questions, args, &search, |q| {
+            ask_each(questions, args, &search, &pipeline, |q| {
                 let dir = temp.path().join(format!("q{}", q.id));
                 index_paragraphs(&dir, q.context.iter(), embedder.clone(), false)?;
-                Ok(pipeline.with_index(Index::open(&dir)?))
+                Ok(Some(pipeline.with_index(Index::open(&dir)?)))
             })?
         }
     };
@@ -207,12 +206,13 @@ struct Answered {
     facts: Vec<SupportingFact>,
 }
 
-/// Asks every question through the pipeline `pipeline_for` gives it.
+/// Asks every question through the pipeline `own_pipeline` gives it, else through `shared`.
 fn ask_each(
     questions: &[Question],
     args: &HotpotArgs,
     search: &SearchOptions,
-    mut pipeline_for: impl FnMut(&Question) -> Result<Pipeline>,
+    shared: &Pipeline,
+    mut own_pipeline: impl FnMut(&Question) -> Result<Option<Pipeline>>,
 ) -> Result<Vec<Answered>> {
     let options = AskOptions {
         k: args.k,
@@ -220,12 +220,13 @@ fn ask_each(
         ..AskOptions::default()
     };
     let hops = args.hops.options();
+    let decomposer = crate::hops::decomposer(args.hops.decompose, None);
     let bar = bar("questions");
     bar.set_length(questions.len() as u64);
     let mut responses = Vec::with_capacity(questions.len());
     for q in questions {
-        let pipeline = pipeline_for(q)?;
-        let decomposer = crate::hops::decomposer(args.hops.decompose, None);
+        let own = own_pipeline(q)?;
+        let pipeline = own.as_ref().unwrap_or(shared);
         let response = pipeline
             .ask_hops_with(&q.question, &options, &hops, decomposer)
             .with_context(|| format!("question {}", q.id))?;

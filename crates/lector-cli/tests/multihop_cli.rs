@@ -203,6 +203,17 @@ fn index_of(dir: &Path, question: &Value) -> String {
     index
 }
 
+/// The "Tinted Windows" bridge question of the slice and an index of its ten paragraphs.
+fn tinted_windows_index(dir: &Path) -> (Value, String) {
+    let (_, questions) = slice(dir, 40);
+    let bridge = questions
+        .into_iter()
+        .find(|q| q["question"].as_str().unwrap().contains("Tinted Windows"))
+        .expect("the Tinted Windows question in the slice");
+    let index = index_of(dir, &bridge);
+    (bridge, index)
+}
+
 #[test]
 fn ask_with_two_hops_shows_the_chain_and_the_time_of_each_hop() {
     let dir = tempfile::tempdir().unwrap();
@@ -294,12 +305,7 @@ fn scripted_endpoint(reply: &'static str, requests: Arc<Mutex<Vec<String>>>) -> 
 #[test]
 fn an_llm_decomposes_a_bridge_question_into_a_chain_of_sub_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, questions) = slice(dir.path(), 40);
-    let bridge = questions
-        .iter()
-        .find(|q| q["question"].as_str().unwrap().contains("Tinted Windows"))
-        .expect("the Tinted Windows question in the slice");
-    let index = index_of(dir.path(), bridge);
+    let (bridge, index) = tinted_windows_index(dir.path());
     let requests = Arc::new(Mutex::new(Vec::new()));
     let url = scripted_endpoint(
         "Here you are:\n1. Which band released the debut album Tinted Windows?\n2. In what city did #1 have their first performance?",
@@ -420,12 +426,7 @@ fn a_run_file_of_titles_with_spaces_reads_back_to_the_same_scores() {
 #[test]
 fn the_rules_ask_a_the_n_of_e_phrase_first_and_show_the_chain() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, questions) = slice(dir.path(), 40);
-    let bridge = questions
-        .iter()
-        .find(|q| q["question"].as_str().unwrap().contains("Tinted Windows"))
-        .expect("the Tinted Windows question in the slice");
-    let index = index_of(dir.path(), bridge);
+    let (_, index) = tinted_windows_index(dir.path());
     let question = "Where was the singer of Tinted Windows born?";
     let json: Value = serde_json::from_str(&ok(&lector(&[
         "ask", question, "--index", &index, "--hops", "2", "--json",

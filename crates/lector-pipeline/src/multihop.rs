@@ -660,9 +660,7 @@ fn answer_support(response: &Response, top: &[ScoredPath], pool: &Pool) -> Vec<S
         true => (&pool.hits[path.first], &pool.hits[path.second]),
         false => (&pool.hits[path.second], &pool.hits[path.first]),
     };
-    let (start, end) = mention(other, this.title.as_deref())
-        .or_else(|| mention(this, other.title.as_deref()).map(|_| (0, 0)))
-        .unwrap_or((0, 0));
+    let (start, end) = mention(other, this.title.as_deref()).unwrap_or((0, 0));
     support.push(Support {
         passage: PassageId::of(other),
         start,

@@ -27,6 +27,13 @@ Two more measurements, each loopback-only and bounded in requests and time:
     python3 bench/serve_load.py --writes [--write-rate 2] [--concurrency 4]
         p50/p95/p99 of `POST /v1/ask` without writes, then while a writer thread adds documents
         at a steady rate (Python client), and the write latencies.
+
+    python3 bench/serve_load.py --logging [--rounds 5] [--concurrency 4] [--requests-per-client 25]
+        Throughput with the query log off and on (`--log-queries DIR --redact`), side by side:
+        the two servers take turns, round after round, so drift in the machine's speed hits both;
+        prints the median requests/s of each and their ratio, the log's bytes per ask, and the
+        answer-quality series of /metrics. A last run with 4 KiB files, at most 3 kept, shows
+        the log stays within files x size.
 """
 
 import argparse
@@ -372,6 +379,69 @@ def with_writes(url, base, levels, requests_per_client, rate):
     return rows
 
 
+def serve_once(lector, index, extra, clients, requests, nice):
+    """Starts a server with `extra` flags, warms it up, runs the load; (row, /metrics text)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(nice + [str(lector), "serve", "--index", str(index),
+                                      "--addr", f"127.0.0.1:{port}"] + extra,
+                              stdout=subprocess.DEVNULL)
+    try:
+        wait_healthy(base, server)
+        load_python(base + "/v1/ask", 1, 3)
+        result = row(clients, load_python(base + "/v1/ask", clients, requests))
+        with urllib.request.urlopen(base + "/metrics", timeout=60) as response:
+            metrics = response.read().decode()
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return result, metrics
+
+
+def log_bytes(directory):
+    return sum(f.stat().st_size for f in Path(directory).glob("queries-*.jsonl"))
+
+
+def logging_side_by_side(lector, index, tmp, clients, requests, rounds, nice):
+    import statistics
+    rps = {"off": [], "on": []}
+    asks_logged, logged_bytes, metrics = 0, 0, ""
+    for r in range(rounds):
+        for side in ("off", "on") if r % 2 == 0 else ("on", "off"):
+            log = tmp / f"log-{r}"
+            extra = ["--log-queries", str(log), "--redact"] if side == "on" else []
+            result, text = serve_once(lector, index, extra, clients, requests, nice)
+            if result["non_200"] or result["client_errors"]:
+                sys.exit(f"failed requests with the log {side}: {result}")
+            rps[side].append(result["rps"])
+            if side == "on":
+                asks_logged += requests + 3
+                logged_bytes += log_bytes(log)
+                metrics = text
+            print(f"round {r + 1} log {side}: {result['rps']:.2f} requests/s", file=sys.stderr)
+    bounded = tmp / "log-bounded"
+    serve_once(lector, index, ["--log-queries", str(bounded), "--log-file-bytes", "4096",
+                               "--log-files", "3"], clients, requests, nice)
+    off, on = statistics.median(rps["off"]), statistics.median(rps["on"])
+    print(f"clients: {clients}; requests per run: {requests}; rounds: {rounds}; cpus: {os.cpu_count()}")
+    print()
+    print("| query log | median requests/s | runs |")
+    print("| --- | ---: | --- |")
+    print(f"| off | {off:.2f} | {', '.join(f'{v:.2f}' for v in rps['off'])} |")
+    print(f"| on (--redact) | {on:.2f} | {', '.join(f'{v:.2f}' for v in rps['on'])} |")
+    print()
+    print(f"on / off: {on / off:.3f} (cost {100 * (1 - on / off):.1f}% of throughput)")
+    print(f"log: {logged_bytes / asks_logged:.0f} bytes per ask")
+    files = sorted(bounded.glob("queries-*.jsonl"))
+    total = sum(f.stat().st_size for f in files)
+    print(f"bounded run (4 KiB files, 3 kept): {len(files)} files, {total} bytes (bound 12288 + one line)")
+    print()
+    for line in metrics.splitlines():
+        if line.startswith(("lector_answers_total", "lector_query_log_lines_total",
+                            "lector_answer_confidence_count", "lector_ask_stage_seconds_sum")):
+            print("   ", line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--concurrency", default="1,8,32")
@@ -388,6 +458,10 @@ def main():
                     help="ask latency without, then with, a writer adding documents")
     ap.add_argument("--write-rate", type=float, default=2.0, help="documents written per second")
     ap.add_argument("--no-build", action="store_true", help="use target/release/lector as it is")
+    ap.add_argument("--logging", action="store_true",
+                    help="throughput with the query log off and on, side by side")
+    ap.add_argument("--rounds", type=int, default=5, help="--logging: rounds of off/on")
+    ap.add_argument("--lector", help="the lector binary [default: target/release/lector]")
     args = ap.parse_args()
     nice = ["nice", "-n", "19"] if args.nice else []
     levels = [int(c) for c in args.concurrency.split(",")]
@@ -395,7 +469,7 @@ def main():
     if not args.no_build:
         run(nice + ["cargo", "build", "--release", "--locked", "-p", "lector-cli"], cwd=ROOT)
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    lector = target / "release" / "lector"
+    lector = Path(args.lector) if args.lector else target / "release" / "lector"
     oha_bin = oha(nice) if args.client == "oha" and not (args.writes or args.uploads) else None
     if args.client == "oha":
         send = lambda c, n: load(oha_bin, url, c, n, nice)
@@ -413,6 +487,10 @@ def main():
                            args.upload_mb * MIB, nice)
             if args.json:
                 Path(args.json).write_text(json.dumps(rows, indent=2))
+            return
+        if args.logging:
+            logging_side_by_side(lector, index, Path(tmp), levels[0],
+                                 max(20, levels[0] * args.requests_per_client), args.rounds, nice)
             return
         port = free_port()
         base = f"http://127.0.0.1:{port}"

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod canary;
 mod generative;
 mod hotpot;
 mod odqa;
@@ -35,6 +36,9 @@ pub enum EvalCommand {
     /// Multi-hop QA on a HotpotQA file (distractor or open setting): the official answer,
     /// supporting-fact and joint EM/F1, both-gold-paragraph recall@k, by question type.
     Hotpot(hotpot::HotpotArgs),
+    /// Canary: re-ask a labelled question set (SQuAD file) against an index or a running server
+    /// and exit 1 when F1 or the abstention rate moved beyond a bound from a stored baseline.
+    Canary(canary::CanaryArgs),
     /// Compare two systems' per-question scores: difference, paired-bootstrap CI, randomisation p-value.
     Compare(CompareArgs),
 }
@@ -198,6 +202,7 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
         EvalCommand::Odqa(args) => odqa::run(&args),
         EvalCommand::Generative(args) => generative::run(&args),
         EvalCommand::Hotpot(args) => hotpot::run(&args),
+        EvalCommand::Canary(args) => canary::run(&args),
     }
 }
 

@@ -7,8 +7,10 @@ mod eval;
 mod generate;
 mod hops;
 mod index;
+mod label;
 mod models;
 mod read;
+mod report;
 mod search;
 mod serve;
 mod table;
@@ -82,9 +84,15 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Serve the HTTP API and the web page: ask, search, add and remove documents.
     Serve(serve::ServeArgs),
+    /// Labels made on the server's labelling page: export them as SQuAD v2.0 training data.
+    #[command(subcommand)]
+    Label(label::LabelCommand),
     /// Fine-tune a reader on your own labelled questions.
     #[command(subcommand)]
     Train(train::TrainCommand),
+    /// Reports over a server's query log: drift between two time windows.
+    #[command(subcommand)]
+    Report(report::ReportCommand),
 }
 
 fn main() {
@@ -98,7 +106,9 @@ fn main() {
         Command::Ask(args) => ask::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Label(cmd) => label::run(cmd),
         Command::Train(cmd) => train::run(cmd),
+        Command::Report(cmd) => report::run(cmd),
     });
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -7,6 +7,7 @@ use clap::Args;
 use lector_generate::Generator;
 use lector_index::{Index, IndexSettings, IndexWriter};
 use lector_pipeline::Built;
+use lector_server::querylog::LogConfig;
 use lector_server::{ApiKey, AppState, Config, Limits};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -83,6 +84,44 @@ pub struct ServeArgs {
     /// The generator's GGUF model file (implies --generate).
     #[arg(long, value_name = "GGUF")]
     generator_model: Option<PathBuf>,
+    #[command(flatten)]
+    log: QueryLogOptions,
+}
+
+/// The query log (opt-in).
+#[derive(Args)]
+struct QueryLogOptions {
+    /// Log every ask (question, settings, answer, passages, timings, request id) and every
+    /// feedback as JSON lines in DIR; enables POST /v1/feedback and the labelling page (/label).
+    #[arg(long, value_name = "DIR")]
+    log_queries: Option<PathBuf>,
+    /// Mask e-mail addresses, phone numbers and runs of 6 or more digits in logged questions
+    /// and feedback (see the README for what is not masked).
+    #[arg(long, requires = "log_queries")]
+    redact: bool,
+    /// Start a new log file when the current one reaches this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20, requires = "log_queries")]
+    log_file_bytes: u64,
+    /// Start a new log file when the current one is this many seconds old.
+    #[arg(long, value_name = "SECS", value_parser = crate::values::seconds, default_value_t = 86_400.0, requires = "log_queries")]
+    log_file_age_secs: f64,
+    /// Log files kept (the oldest are deleted): the log holds at most this many times
+    /// --log-file-bytes.
+    #[arg(long, value_name = "N", value_parser = crate::values::at_least_one, default_value_t = 16, requires = "log_queries")]
+    log_files: usize,
+}
+
+impl QueryLogOptions {
+    fn config(&self) -> Option<LogConfig> {
+        let dir = self.log_queries.clone()?;
+        Some(LogConfig {
+            redact: self.redact,
+            max_file_bytes: self.log_file_bytes,
+            max_file_age: Duration::from_secs_f64(self.log_file_age_secs),
+            max_files: self.log_files,
+            ..LogConfig::new(dir)
+        })
+    }
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -111,6 +150,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         insecure_no_auth: args.insecure_no_auth,
         search,
         limits: limits(&args),
+        query_log: args.log.config(),
     };
     warn_if_exposed(args.addr, &config)?;
     let stats = pipeline.index().stats();

@@ -141,6 +141,64 @@ impl Report {
         self
     }
 
+    /// Two histograms of `[low, high]` in `bins` equal bins, overlaid: each bin holds one bar per
+    /// series, side by side, as the share of that series' values (so series of different sizes,
+    /// e.g. a signal before and after a change, compare), with a legend naming the series.
+    pub fn histogram_pair(
+        &mut self,
+        heading: &str,
+        series: [(&str, &[f64]); 2],
+        range: (f64, f64),
+        bins: usize,
+        x_label: &str,
+    ) -> &mut Report {
+        let bins = bins.max(1);
+        let shares: Vec<Vec<f64>> = series
+            .iter()
+            .map(|(_, values)| {
+                let counts = bin_counts(values, range, bins);
+                let total = counts.iter().sum::<usize>().max(1) as f64;
+                counts.iter().map(|&c| c as f64 / total).collect()
+            })
+            .collect();
+        let top = shares.iter().flatten().fold(0.0f64, |m, &v| m.max(v));
+        let max_share = nice_ceiling(top.max(0.01));
+        let (plot_w, plot_h) = plot_size();
+        let bar_w = plot_w / bins as f64 / 2.0;
+        let mut svg = svg_open(heading);
+        for (k, ((name, _), shares)) in series.iter().zip(&shares).enumerate() {
+            for (i, &share) in shares.iter().enumerate() {
+                let h = plot_h * share / max_share;
+                let x = MARGIN_LEFT + (2 * i + k) as f64 * bar_w;
+                let lo = range.0 + (range.1 - range.0) * i as f64 / bins as f64;
+                let _ = write!(
+                    svg,
+                    "<rect class=\"bar series{k}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\"><title>{}: {} from {}: {}</title></rect>",
+                    MARGIN_TOP + plot_h - h,
+                    (bar_w - 0.5).max(0.5),
+                    escape(name),
+                    escape(x_label),
+                    fmt_value(lo),
+                    fmt_value(share)
+                );
+            }
+            let _ = write!(
+                svg,
+                "<rect class=\"bar series{k}\" x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\"/><text class=\"label\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                CHART_WIDTH - MARGIN_RIGHT - 110.0,
+                MARGIN_TOP + 16.0 * k as f64,
+                CHART_WIDTH - MARGIN_RIGHT - 95.0,
+                MARGIN_TOP + 16.0 * k as f64 + 9.0,
+                escape(name)
+            );
+        }
+        axes(&mut svg, range, (0.0, max_share), x_label, "share");
+        svg.push_str("</svg>");
+        self.sections
+            .push(format!("<h2>{}</h2>{svg}", escape(heading)));
+        self
+    }
+
     /// A line chart of `(x, y)` points, e.g. a recall@k curve; the y axis spans `[0, y_max]`.
     pub fn curve(
         &mut self,
@@ -222,7 +280,7 @@ h1{font-size:1.6rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid
 .tile .name{font-size:.8rem;color:#5b6675;text-transform:uppercase;letter-spacing:.04em}.tile .value{font-size:1.6rem;font-weight:600}\
 .tile .ci{font-size:.8rem;color:#5b6675}table{border-collapse:collapse;margin-top:.5rem}\
 th,td{border:1px solid #dde3ea;padding:.3rem .7rem;text-align:right}th:first-child,td:first-child{text-align:left}\
-th{background:#f3f6f9}.bar{fill:#3d7bd9}.line{fill:none;stroke:#3d7bd9;stroke-width:2}.dot{fill:#1f4f99}\
+th{background:#f3f6f9}.bar{fill:#3d7bd9}.series1{fill:#e08a2e}.line{fill:none;stroke:#3d7bd9;stroke-width:2}.dot{fill:#1f4f99}\
 .axis{stroke:#5b6675;stroke-width:1}.tick{font-size:11px;fill:#5b6675}.label{font-size:12px;fill:#1d2430}\
 .note{color:#5b6675}footer{margin-top:3rem;font-size:.8rem;color:#8a94a3}";
 
@@ -358,6 +416,31 @@ mod tests {
         assert!(!html.contains("src=") && !html.contains("href="));
         assert_eq!(html.matches("<svg").count(), 2);
         assert_eq!(html.matches("class=\"bar\"").count(), 10);
+    }
+
+    #[test]
+    fn histogram_pair_draws_shares_of_both_series_with_a_legend() {
+        let mut report = Report::new("drift");
+        // Series of different sizes: shares, not counts, set the bar heights.
+        report.histogram_pair(
+            "Question length",
+            [
+                ("before", &[1.0, 1.0]),
+                ("after <new>", &[9.0, 9.0, 9.0, 1.0]),
+            ],
+            (0.0, 10.0),
+            5,
+            "words",
+        );
+        let html = report.to_html();
+        assert_eq!(html.matches("<svg").count(), 1);
+        // 5 bins per series plus one legend swatch each.
+        assert_eq!(html.matches("class=\"bar series0\"").count(), 6);
+        assert_eq!(html.matches("class=\"bar series1\"").count(), 6);
+        assert!(html.contains(">after &lt;new&gt;</text>"));
+        assert!(html.contains("before: words from 0: 1</title>"));
+        assert!(html.contains("after &lt;new&gt;: words from 0: 0.25</title>"));
+        assert!(html.contains("after &lt;new&gt;: words from 8: 0.75</title>"));
     }
 
     #[test]

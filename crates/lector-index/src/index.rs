@@ -234,6 +234,20 @@ impl Index {
         self.ids.values().map(|&(s, d)| self.document_at(s, d))
     }
 
+    /// One page of the live documents in id order (byte-wise): `offset` documents skipped, at
+    /// most `limit` returned. The order depends only on the ids, so a client pages through a
+    /// commit without seeing a document twice ([`Index::len`] is the total).
+    pub fn documents_by_id(&self, offset: usize, limit: usize) -> Vec<DocumentRef<'_>> {
+        let mut ids: Vec<(&str, (usize, u32))> =
+            self.ids.iter().map(|(id, &at)| (id.as_str(), at)).collect();
+        ids.sort_unstable_by_key(|&(id, _)| id);
+        ids.into_iter()
+            .skip(offset)
+            .take(limit)
+            .map(|(_, (s, d))| self.document_at(s, d))
+            .collect()
+    }
+
     fn document_at(&self, s: usize, d: u32) -> DocumentRef<'_> {
         let segment = &self.segments[s].segment;
         let doc = &segment.docs[d as usize];
@@ -256,6 +270,26 @@ impl Index {
             index: self,
             params,
         }
+    }
+
+    /// The terms of `text` as this index analyses passages and queries (its stemmer and
+    /// stopwords), e.g. to look query words up with [`Self::document_frequency`].
+    pub fn analyze(&self, text: &str) -> Vec<String> {
+        self.analyzer.terms(text)
+    }
+
+    /// How many live passages contain the analysed `term`; 0 for a term outside the vocabulary
+    /// (or only in removed documents).
+    pub fn document_frequency(&self, term: &str) -> usize {
+        let lists: Vec<Option<&Vec<(u32, u32)>>> = self
+            .segments
+            .iter()
+            .map(|s| {
+                let t = s.segment.terms.get(term)?;
+                Some(&s.segment.postings[*t as usize])
+            })
+            .collect();
+        self.live_postings(&lists).count()
     }
 
     /// Scores of every passage matching a query term: (score, segment, passage).
@@ -476,5 +510,71 @@ impl Retriever for Bm25Retriever<'_> {
             .enumerate()
             .map(|(i, (v, s, p))| self.index.hit(RetrieverKind::Bm25, v, s, p, i + 1))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Document, Index, IndexSettings, IndexWriter};
+
+    fn doc(id: &str, text: &str) -> Document {
+        Document {
+            id: id.to_string(),
+            title: None,
+            text: text.to_string(),
+            date: None,
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn documents_by_id_pages_in_id_order_over_segments_and_deletions() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+        for id in ["delta", "alpha", "echo"] {
+            writer.add(doc(id, &format!("The {id} document.")));
+        }
+        writer.commit().unwrap();
+        // A second segment, and a deletion in the first.
+        for id in ["charlie", "bravo"] {
+            writer.add(doc(id, &format!("The {id} document.")));
+        }
+        writer.remove("echo");
+        writer.commit().unwrap();
+        drop(writer);
+        let index = Index::open(dir.path()).unwrap();
+        let page = |offset, limit| -> Vec<String> {
+            index
+                .documents_by_id(offset, limit)
+                .iter()
+                .map(|d| d.id.to_string())
+                .collect()
+        };
+        assert_eq!(page(0, 10), ["alpha", "bravo", "charlie", "delta"]);
+        assert_eq!(page(1, 2), ["bravo", "charlie"]);
+        assert_eq!(page(3, 2), ["delta"]);
+        assert!(page(4, 2).is_empty());
+        assert_eq!(index.documents_by_id(2, 1)[0].text, "The charlie document.");
+        assert_eq!(index.len(), 4);
+    }
+
+    #[test]
+    fn document_frequency_counts_live_passages_of_analysed_terms() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+        writer.add(doc("a", "Cells divide."));
+        writer.add(doc("b", "The cell's membrane."));
+        writer.add(doc("c", "Dividing cells."));
+        writer.commit().unwrap();
+        writer.remove("c");
+        writer.commit().unwrap();
+        drop(writer);
+        let index = Index::open(dir.path()).unwrap();
+        assert_eq!(index.analyze("The Cells' dividing"), ["cell", "divid"]);
+        assert_eq!(index.document_frequency("cell"), 2);
+        // "divid" is in a live passage and in a removed one.
+        assert_eq!(index.document_frequency("divid"), 1);
+        assert_eq!(index.document_frequency("cells"), 0);
+        assert_eq!(index.document_frequency("the"), 0);
     }
 }

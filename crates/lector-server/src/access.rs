@@ -145,10 +145,10 @@ pub async fn authorize(
     response
 }
 
-/// Routes that never need the API key: the liveness probe, and the page (static, no data; it
-/// asks for the key and sends it with its API calls).
+/// Routes that never need the API key: the liveness probe, and the pages (static, no data;
+/// they ask for the key and send it with their API calls).
 fn is_public(path: &str) -> bool {
-    path == "/healthz" || path == "/"
+    matches!(path, "/healthz" | "/" | "/label")
 }
 
 /// The credentials of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110).

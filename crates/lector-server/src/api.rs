@@ -9,10 +9,12 @@
 use crate::error::ApiError;
 use crate::generative::{self, GenerativeAsk};
 use crate::limit::{blocking, MAX_K};
+use crate::metrics::AnswerSignals;
+use crate::querylog::{self, AskSettings, Entry};
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
 use lector_index::{AddOutcome, Document, Mode, SearchOptions};
@@ -22,6 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Most answers kept per passage.
 pub const MAX_ANSWERS_PER_PASSAGE: usize = 20;
@@ -153,6 +156,25 @@ fn default_search_k() -> usize {
     10
 }
 
+/// The most documents one `GET /v1/documents` page lists.
+pub const MAX_LIST_LIMIT: usize = 1000;
+
+/// The query of `GET /v1/documents`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Documents to skip, in id order.
+    #[serde(default)]
+    pub offset: usize,
+    /// Documents to list (1 to [`MAX_LIST_LIMIT`]).
+    #[serde(default = "default_list_limit")]
+    pub limit: usize,
+}
+
+fn default_list_limit() -> usize {
+    100
+}
+
 /// A document in the body of `POST /v1/documents`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -177,6 +199,7 @@ pub async fn ask(
     State(state): State<Arc<AppState>>,
     request: Request,
 ) -> Result<HttpResponse, ApiError> {
+    let started = Instant::now();
     let limit = state.gate.limits().max_ask_bytes;
     let (admission, body) = state.gate.admit_and_read(request, limit).await?;
     let request: AskRequest = parse_json(&body)?;
@@ -188,7 +211,7 @@ pub async fn ask(
     let search = search_options(&state, retrieval)?;
     if mode == AnswerMode::Generative {
         let ask = generative_ask(&request, search)?;
-        return generative::ask(state, admission, ask).await;
+        return generative::ask(state, admission, ask, started).await;
     }
     if let Some(field) = request.generation_fields().first() {
         return Err(ApiError::bad_request(format!(
@@ -197,12 +220,27 @@ pub async fn ask(
     }
     let options = ask_options(&request, search)?;
     let shared = state.clone();
+    let id = querylog::request_id();
+    let response_id = id.clone();
     let out = state
         .gate
-        .run_admitted(admission, move || answer(&shared, &request, &options))
+        .run_admitted(admission, move || {
+            answer(&shared, &request, &options, &id, started)
+        })
         .await?;
-    Ok(Json(out).into_response())
+    Ok(with_request_id(Json(out).into_response(), &response_id))
 }
+
+/// `response` with the `x-request-id` header (the id feedback refers to).
+pub fn with_request_id(mut response: HttpResponse, id: &str) -> HttpResponse {
+    if let Ok(value) = HeaderValue::from_str(id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+    response
+}
+
+/// The header carrying an ask's request id.
+pub const REQUEST_ID: &str = "x-request-id";
 
 fn generative_ask(request: &AskRequest, search: SearchOptions) -> Result<GenerativeAsk, ApiError> {
     check_k(request.k)?;
@@ -269,7 +307,13 @@ fn search_options(state: &AppState, mode: Option<&str>) -> Result<SearchOptions,
     Ok(options)
 }
 
-fn answer(state: &AppState, request: &AskRequest, options: &AskOptions) -> Result<Value, ApiError> {
+fn answer(
+    state: &AppState,
+    request: &AskRequest,
+    options: &AskOptions,
+    request_id: &str,
+    started: Instant,
+) -> Result<Value, ApiError> {
     let pipeline = state.pipeline();
     let response: Response = match request.hops {
         1 => pipeline.ask(&request.question, options)?,
@@ -291,7 +335,50 @@ fn answer(state: &AppState, request: &AskRequest, options: &AskOptions) -> Resul
         )?;
         out["token_probabilities"] = to_json(&windows)?;
     }
+    record_extractive(state, request, options, &response, request_id, started);
+    out["request_id"] = request_id.into();
     Ok(out)
+}
+
+/// Counts the answer's quality signals and logs the ask (when the server logs).
+fn record_extractive(
+    state: &AppState,
+    request: &AskRequest,
+    options: &AskOptions,
+    response: &Response,
+    request_id: &str,
+    started: Instant,
+) {
+    let retrieval = options.search.as_ref().map_or("bm25", |s| s.mode.name());
+    let t = &response.timings;
+    let mut stages = vec![("retrieve", t.retrieve_ms), ("read", t.read_ms)];
+    if t.rerank_ms > 0.0 {
+        stages.push(("rerank", t.rerank_ms));
+    }
+    stages.push(("aggregate", t.aggregate_ms));
+    state.metrics.record_answer(&AnswerSignals {
+        mode: "extractive",
+        abstained: response.answer.is_none(),
+        confidence: Some(1.0 - response.na_prob),
+        top_score: response.passages.first().map(|p| (retrieval, p.hit.score)),
+        unsupported: None,
+        stages,
+    });
+    let settings = AskSettings {
+        mode: "extractive".into(),
+        retrieval: retrieval.into(),
+        k: request.k,
+        hops: request.hops,
+        vote: request.vote,
+        prefer_recent: request.prefer_recent,
+        rank_prior: request.rank_prior,
+    };
+    let total_ms = started.elapsed().as_secs_f64() * 1000.0;
+    state.log(|redact| {
+        Entry::Ask(querylog::extractive_record(
+            request_id, settings, response, total_ms, redact,
+        ))
+    });
 }
 
 fn to_json(value: &impl serde::Serialize) -> Result<Value, ApiError> {
@@ -453,6 +540,47 @@ pub async fn get_document(
             "date": doc.date,
             "metadata": metadata,
             "passages": doc.passages,
+        }))
+    })
+    .await?;
+    Ok(Json(out))
+}
+
+/// `GET /v1/documents?offset=0&limit=100`: one page of the documents in id order (byte-wise, so
+/// stable between requests), each with its title, date, passage count and character count (Unicode
+/// code points, as offsets count), and the `total` in the snapshot read.
+pub async fn list_documents(
+    State(state): State<Arc<AppState>>,
+    params: Result<Query<ListParams>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let Query(ListParams { offset, limit }) = params?;
+    if !(1..=MAX_LIST_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {MAX_LIST_LIMIT}"
+        )));
+    }
+    let out = blocking(move || {
+        let pipeline = state.pipeline();
+        let index = pipeline.index();
+        let documents: Vec<Value> = index
+            .documents_by_id(offset, limit)
+            .into_iter()
+            .map(|doc| {
+                json!({
+                    "id": doc.id,
+                    "title": doc.title,
+                    "date": doc.date,
+                    "passage_count": doc.passages.len(),
+                    "char_count": doc.text.chars().count(),
+                })
+            })
+            .collect();
+        Ok(json!({
+            "total": index.len(),
+            "offset": offset,
+            "limit": limit,
+            "generation": index.generation(),
+            "documents": documents,
         }))
     })
     .await?;

@@ -5,8 +5,13 @@
 //! answer, or with `"stream": true` server-sent events: `token` events with each piece of text,
 //! then an `answer` event with the same JSON, then `done`.
 
+use crate::api::with_request_id;
 use crate::error::ApiError;
 use crate::limit::Admission;
+use crate::metrics::AnswerSignals;
+use crate::querylog::{
+    self, AskRecord, AskSettings, Entry, LoggedAnswer, LoggedPassage, LoggedTimings,
+};
 use crate::state::AppState;
 use crate::stream::{self, json_event, Progress, Reporter};
 use axum::response::sse::Event;
@@ -40,18 +45,99 @@ pub async fn ask(
     state: Arc<AppState>,
     admission: Admission,
     ask: GenerativeAsk,
+    started: Instant,
 ) -> Result<Response, ApiError> {
     let generator = state.generator()?;
     let stream = ask.stream;
     let shared = state.clone();
+    let id = querylog::request_id();
+    let response_id = id.clone();
     let running = stream::start(&state, admission, move |reporter| {
-        answer(&shared, generator.as_ref(), &ask, reporter)
+        let (mut out, passages) = answer(&shared, generator.as_ref(), &ask, reporter)?;
+        record(&shared, &ask, &out, passages, &id, started);
+        out["request_id"] = id.into();
+        Ok(out)
     })
     .await?;
-    if !stream {
-        return Ok(Json(running.finish().await?).into_response());
-    }
-    Ok(running.events(render).into_response())
+    let response = match stream {
+        false => Json(running.finish().await?).into_response(),
+        true => running.events(render).into_response(),
+    };
+    Ok(with_request_id(response, &response_id))
+}
+
+/// Counts the generated answer's quality signals and logs the ask (when the server logs).
+fn record(
+    state: &AppState,
+    ask: &GenerativeAsk,
+    out: &Value,
+    passages: Vec<LoggedPassage>,
+    request_id: &str,
+    started: Instant,
+) {
+    let answer = &out["answer"];
+    let refused = answer["refused"].as_bool().unwrap_or(false);
+    let unsupported: Vec<String> = answer["unsupported"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let ms = |field: &str| out["timings"][field].as_f64().unwrap_or(0.0);
+    let retrieval = ask.search.mode.name();
+    state.metrics.record_answer(&AnswerSignals {
+        mode: "generative",
+        abstained: refused,
+        confidence: None,
+        top_score: passages.first().map(|p| (retrieval, p.score)),
+        unsupported: Some(!unsupported.is_empty()),
+        stages: vec![
+            ("retrieve", ms("retrieve_ms")),
+            ("generate", ms("prompt_ms") + ms("generate_ms")),
+        ],
+    });
+    let total_ms = started.elapsed().as_secs_f64() * 1000.0;
+    state.log(|redact| {
+        let (question, redacted) = querylog::masked(&ask.question, redact);
+        Entry::Ask(AskRecord {
+            time: querylog::time::format(SystemTime::now()),
+            request_id: request_id.to_string(),
+            question,
+            redacted,
+            settings: AskSettings {
+                mode: "generative".into(),
+                retrieval: retrieval.into(),
+                k: ask.k,
+                hops: 1,
+                vote: false,
+                prefer_recent: false,
+                rank_prior: 0.0,
+            },
+            answer: (!refused).then(|| LoggedAnswer {
+                text: answer["text"].as_str().unwrap_or_default().to_string(),
+                score: None,
+                doc_id: None,
+                passage: None,
+                start: None,
+                end: None,
+            }),
+            abstention: refused.then(|| "refused".to_string()),
+            na_prob: None,
+            threshold: None,
+            confidence: None,
+            runner_ups: Vec::new(),
+            passages,
+            unsupported,
+            timings: LoggedTimings {
+                retrieve_ms: ms("retrieve_ms"),
+                generate_ms: ms("prompt_ms") + ms("generate_ms"),
+                total_ms,
+                ..LoggedTimings::default()
+            },
+        })
+    });
 }
 
 /// The events of one message of a generative ask.
@@ -70,13 +156,14 @@ fn render(message: stream::Message) -> Vec<Event> {
     }
 }
 
-/// Retrieves, generates (reporting each token) and checks; the answer's JSON.
+/// Retrieves, generates (reporting each token) and checks; the answer's JSON, and the passages
+/// given to the generator as logged.
 fn answer(
     state: &AppState,
     generator: &dyn Generator,
     ask: &GenerativeAsk,
     reporter: &Reporter,
-) -> Result<Value, ApiError> {
+) -> Result<(Value, Vec<LoggedPassage>), ApiError> {
     let start = Instant::now();
     let hits = state
         .pipeline()
@@ -132,7 +219,7 @@ fn answer(
         "generated_tokens": t.generated_tokens,
         "generate_ms": t.generate_ms,
     });
-    Ok(out)
+    Ok((out, hits.iter().map(querylog::logged).collect()))
 }
 
 /// Generation settings from a request's OpenAI-style fields: greedy without a `temperature` or

@@ -6,9 +6,14 @@
 //! | `POST /v1/ask` | answer a question: answer or abstention, evidence, runner-ups, timings, token probabilities; with `"mode": "generative"` a generated answer with citations (JSON, or server-sent events with `"stream": true`) |
 //! | `POST /v1/chat/completions` | OpenAI-compatible chat completions with the server's generator, streamed with `"stream": true` |
 //! | `GET /v1/search` | ranked passages for `q` |
+//! | `GET /v1/documents` | the documents in id order, a page at a time (`offset`, `limit` up to 1000), with `total` |
 //! | `POST /v1/documents` | add or replace documents; answers after the commit is on disk |
 //! | `GET /v1/documents/{id}` | a stored document |
 //! | `DELETE /v1/documents/{id}` | remove a document; answers after the commit is on disk |
+//! | `POST /v1/feedback` | a verdict (up/down, a correct answer, a note) on an ask, by its `request_id`; logged (needs `--log-queries`) |
+//! | `GET /label` | the labelling page: mark the answer span of logged questions, or mark them unanswerable (needs `--log-queries`; see [`label`]) |
+//! | `GET /v1/label/next` | the next logged question to label (`sample=uncertain\|down-voted\|random`, `seed`), its passages' current text, how many remain |
+//! | `POST /v1/labels` | store a label (answer span, unanswerable or skip), checked against the log and the index; fsynced before 201 |
 //! | `GET /healthz` | liveness (never needs the API key) |
 //! | `GET /metrics` | Prometheus metrics |
 //! | `GET /openapi.json` | the OpenAPI 3 description of these routes |
@@ -37,9 +42,12 @@ pub mod body;
 pub mod chat;
 pub mod conn;
 pub mod error;
+pub mod feedback;
 pub mod generative;
+pub mod label;
 pub mod limit;
 pub mod metrics;
+pub mod querylog;
 pub mod state;
 pub mod stream;
 
@@ -73,7 +81,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/ask", post(api::ask))
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/search", get(api::search))
-        .route("/v1/documents", post(api::put_documents))
+        .route("/v1/feedback", post(feedback::feedback))
+        .route("/label", get(label::page))
+        .route("/v1/label/next", get(label::next))
+        .route("/v1/labels", post(label::save))
+        .route(
+            "/v1/documents",
+            get(api::list_documents).post(api::put_documents),
+        )
         .route(
             "/v1/documents/{id}",
             get(api::get_document).delete(api::delete_document),
@@ -201,6 +216,11 @@ mod tests {
             ("/v1/ask", "post"),
             ("/v1/chat/completions", "post"),
             ("/v1/search", "get"),
+            ("/v1/feedback", "post"),
+            ("/label", "get"),
+            ("/v1/label/next", "get"),
+            ("/v1/labels", "post"),
+            ("/v1/documents", "get"),
             ("/v1/documents", "post"),
             ("/v1/documents/{id}", "get"),
             ("/v1/documents/{id}", "delete"),

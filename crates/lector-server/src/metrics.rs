@@ -1,6 +1,8 @@
 //! Request metrics in the Prometheus text format (version 0.0.4): counts by route, method and
 //! status, a latency histogram per route, server errors, generations by how they finished and
-//! the tokens generated, the gate's load and the index's size.
+//! the tokens generated, the gate's load and the index's size; and answer quality: answers and
+//! abstentions, confidence, the top retrieval score, generated answers flagged unsupported,
+//! feedback verdicts, time per ask stage and the query log's lines.
 
 use axum::http::Method;
 use std::collections::BTreeMap;
@@ -13,22 +15,58 @@ pub const BUCKETS: [f64; 14] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
-/// A latency histogram: counts per bucket (not cumulative), their sum and count.
-#[derive(Debug, Clone, Default)]
+/// Upper bounds of the confidence buckets (a probability).
+pub const CONFIDENCE_BUCKETS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+
+/// Upper bounds of the top-retrieval-score buckets: wide, as the scales differ by retrieval
+/// (fused reciprocal ranks near 0.03, cosine similarities up to 1, BM25 scores in the tens).
+pub const SCORE_BUCKETS: [f64; 16] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0,
+];
+
+/// A histogram: counts per bucket (not cumulative), their sum and count.
+#[derive(Debug, Clone)]
 struct Histogram {
-    buckets: [u64; BUCKETS.len()],
+    bounds: &'static [f64],
+    buckets: Vec<u64>,
     sum: f64,
     count: u64,
 }
 
 impl Histogram {
-    fn observe(&mut self, seconds: f64) {
-        if let Some(i) = BUCKETS.iter().position(|&le| seconds <= le) {
+    fn new(bounds: &'static [f64]) -> Self {
+        Histogram {
+            bounds,
+            buckets: vec![0; bounds.len()],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    fn observe(&mut self, value: f64) {
+        if let Some(i) = self.bounds.iter().position(|&le| value <= le) {
             self.buckets[i] += 1;
         }
-        self.sum += seconds;
+        self.sum += value;
         self.count += 1;
     }
+}
+
+/// What one answered (or abstained) ask says about answer quality ([`Metrics::record_answer`]).
+#[derive(Debug, Clone, Default)]
+pub struct AnswerSignals {
+    /// `extractive` or `generative`.
+    pub mode: &'static str,
+    /// No answer: an extractive abstention, or a generative refusal.
+    pub abstained: bool,
+    /// Extractive: the probability that the passages hold an answer (`1 - na_prob`).
+    pub confidence: Option<f64>,
+    /// The retrieval mode and the score of the first passage retrieved.
+    pub top_score: Option<(&'static str, f64)>,
+    /// Generative: whether a sentence of the answer was flagged unsupported.
+    pub unsupported: Option<bool>,
+    /// Time per stage in milliseconds, by stage name.
+    pub stages: Vec<(&'static str, f64)>,
 }
 
 #[derive(Default)]
@@ -41,6 +79,17 @@ struct Inner {
     generations: BTreeMap<&'static str, u64>,
     /// Tokens generated, all generations together.
     generated_tokens: u64,
+    /// (mode, `answered` | `abstained`) -> asks.
+    answers: BTreeMap<(&'static str, &'static str), u64>,
+    confidence: Option<Histogram>,
+    /// retrieval mode -> the first passage's score.
+    top_score: BTreeMap<&'static str, Histogram>,
+    /// (generated answers, of which flagged unsupported).
+    generated_answers: (u64, u64),
+    /// verdict -> feedback received.
+    feedback: BTreeMap<&'static str, u64>,
+    /// stage -> seconds.
+    stages: BTreeMap<&'static str, Histogram>,
 }
 
 /// The request metrics of one server.
@@ -86,6 +135,16 @@ pub struct Gauges {
     pub body_budget: usize,
     /// Connections open.
     pub connections: usize,
+    /// The query log's line counts, when the server logs.
+    pub query_log: Option<LogLines>,
+}
+
+/// Lines of the query log so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LogLines {
+    pub written: u64,
+    pub dropped: u64,
+    pub failed: u64,
 }
 
 impl Metrics {
@@ -100,8 +159,49 @@ impl Metrics {
         inner
             .latency
             .entry(route.to_string())
-            .or_default()
+            .or_insert_with(|| Histogram::new(&BUCKETS))
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Records the answer-quality signals of one ask.
+    pub fn record_answer(&self, signals: &AnswerSignals) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let outcome = if signals.abstained {
+            "abstained"
+        } else {
+            "answered"
+        };
+        *inner.answers.entry((signals.mode, outcome)).or_default() += 1;
+        if let Some(confidence) = signals.confidence {
+            inner
+                .confidence
+                .get_or_insert_with(|| Histogram::new(&CONFIDENCE_BUCKETS))
+                .observe(confidence);
+        }
+        if let Some((retrieval, score)) = signals.top_score {
+            inner
+                .top_score
+                .entry(retrieval)
+                .or_insert_with(|| Histogram::new(&SCORE_BUCKETS))
+                .observe(score);
+        }
+        if let Some(unsupported) = signals.unsupported {
+            inner.generated_answers.0 += 1;
+            inner.generated_answers.1 += u64::from(unsupported);
+        }
+        for &(stage, ms) in &signals.stages {
+            inner
+                .stages
+                .entry(stage)
+                .or_insert_with(|| Histogram::new(&BUCKETS))
+                .observe(ms / 1000.0);
+        }
+    }
+
+    /// Records one feedback verdict (`up` or `down`).
+    pub fn record_feedback(&self, verdict: &'static str) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        *inner.feedback.entry(verdict).or_default() += 1;
     }
 
     /// Records one finished generation: `finish` is `stop` (the model ended or a stop sequence
@@ -155,7 +255,8 @@ impl Metrics {
             "Time from request to response, by route.",
         );
         for (route, h) in &inner.latency {
-            histogram(&mut out, &escape(route), h);
+            let labels = format!("route=\"{}\"", escape(route));
+            histogram(&mut out, "lector_http_request_duration_seconds", &labels, h);
         }
         header(
             &mut out,
@@ -180,6 +281,7 @@ impl Metrics {
             "lector_generated_tokens_total {}",
             inner.generated_tokens
         );
+        render_quality(&mut out, &inner, &gauges);
         gauge(
             &mut out,
             "lector_index_documents",
@@ -248,23 +350,114 @@ fn gauge(out: &mut String, name: &str, help: &str, value: f64) {
     let _ = writeln!(out, "{name} {value}");
 }
 
-fn histogram(out: &mut String, route: &str, h: &Histogram) {
-    let name = "lector_http_request_duration_seconds";
+/// The answer-quality series (all label values are fixed names, never request data).
+fn render_quality(out: &mut String, inner: &Inner, gauges: &Gauges) {
+    header(
+        out,
+        "lector_answers_total",
+        "counter",
+        "Asks by mode and outcome (answered, abstained); the abstention rate is abstained / all.",
+    );
+    for ((mode, outcome), n) in &inner.answers {
+        let _ = writeln!(
+            out,
+            "lector_answers_total{{mode=\"{mode}\",outcome=\"{outcome}\"}} {n}"
+        );
+    }
+    header(
+        out,
+        "lector_answer_confidence",
+        "histogram",
+        "Extractive asks: the probability that the passages hold an answer (1 - na_prob).",
+    );
+    if let Some(h) = &inner.confidence {
+        histogram(out, "lector_answer_confidence", "", h);
+    }
+    header(
+        out,
+        "lector_top_retrieval_score",
+        "histogram",
+        "The first retrieved passage's score, by retrieval (scales differ: bm25, dense cosine, fused).",
+    );
+    for (retrieval, h) in &inner.top_score {
+        let labels = format!("retrieval=\"{retrieval}\"");
+        histogram(out, "lector_top_retrieval_score", &labels, h);
+    }
+    header(
+        out,
+        "lector_generated_answers_total",
+        "counter",
+        "Generated answers, and those with a sentence no passage supports (flagged=\"unsupported\").",
+    );
+    let (generated, unsupported) = inner.generated_answers;
+    let _ = writeln!(
+        out,
+        "lector_generated_answers_total{{flagged=\"any\"}} {generated}"
+    );
+    let _ = writeln!(
+        out,
+        "lector_generated_answers_total{{flagged=\"unsupported\"}} {unsupported}"
+    );
+    header(
+        out,
+        "lector_feedback_total",
+        "counter",
+        "Feedback received by verdict (up, down); the down-vote rate is down / all.",
+    );
+    for (verdict, n) in &inner.feedback {
+        let _ = writeln!(out, "lector_feedback_total{{verdict=\"{verdict}\"}} {n}");
+    }
+    header(
+        out,
+        "lector_ask_stage_seconds",
+        "histogram",
+        "Time per ask stage: retrieve, rerank, read, aggregate, generate.",
+    );
+    for (stage, h) in &inner.stages {
+        let labels = format!("stage=\"{stage}\"");
+        histogram(out, "lector_ask_stage_seconds", &labels, h);
+    }
+    if let Some(log) = gauges.query_log {
+        header(
+            out,
+            "lector_query_log_lines_total",
+            "counter",
+            "Query log lines written, dropped (the writer's queue was full) and failed (write errors).",
+        );
+        for (outcome, n) in [
+            ("written", log.written),
+            ("dropped", log.dropped),
+            ("failed", log.failed),
+        ] {
+            let _ = writeln!(
+                out,
+                "lector_query_log_lines_total{{outcome=\"{outcome}\"}} {n}"
+            );
+        }
+    }
+}
+
+/// One histogram's series; `labels` are put before `le` (empty: none).
+fn histogram(out: &mut String, name: &str, labels: &str, h: &Histogram) {
+    let sep = if labels.is_empty() { "" } else { "," };
     let mut cumulative = 0;
-    for (le, n) in BUCKETS.iter().zip(h.buckets) {
+    for (le, n) in h.bounds.iter().zip(&h.buckets) {
         cumulative += n;
         let _ = writeln!(
             out,
-            "{name}_bucket{{route=\"{route}\",le=\"{le}\"}} {cumulative}"
+            "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {cumulative}"
         );
     }
-    let _ = writeln!(
-        out,
-        "{name}_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
-        h.count
-    );
-    let _ = writeln!(out, "{name}_sum{{route=\"{route}\"}} {}", h.sum);
-    let _ = writeln!(out, "{name}_count{{route=\"{route}\"}} {}", h.count);
+    let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}", h.count);
+    let braces = |labels: &str| {
+        if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
+        }
+    };
+    let _ = writeln!(out, "{name}_sum{} {}", braces(labels), h.sum);
+    let _ = writeln!(out, "{name}_count{} {}", braces(labels), h.count);
 }
 
 /// A label value with `\`, `"` and newlines escaped.

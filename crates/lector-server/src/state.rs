@@ -9,7 +9,8 @@
 use crate::access::ApiKey;
 use crate::error::ApiError;
 use crate::limit::{Gate, Limits};
-use crate::metrics::{Gauges, Metrics};
+use crate::metrics::{Gauges, LogLines, Metrics};
+use crate::querylog::{Entry, QueryLog};
 use lector_generate::Generator;
 use lector_index::{CommitInfo, Embedder, Index, IndexWriter, SearchOptions};
 use lector_pipeline::Pipeline;
@@ -33,6 +34,9 @@ pub struct Config {
     pub search: SearchOptions,
     /// Request limits.
     pub limits: Limits,
+    /// Log every ask and feedback here (`None`: no log, and `POST /v1/feedback` and the
+    /// labelling routes answer 404).
+    pub query_log: Option<crate::querylog::LogConfig>,
 }
 
 impl Config {
@@ -44,6 +48,7 @@ impl Config {
             insecure_no_auth: false,
             search,
             limits,
+            query_log: None,
         }
     }
 }
@@ -60,8 +65,10 @@ pub struct AppState {
     generator: Option<Arc<dyn Generator>>,
     /// Admission of CPU-heavy work.
     pub gate: Gate,
-    /// Request metrics.
+    /// Request and answer-quality metrics.
     pub metrics: Metrics,
+    /// The query log, when the server logs (`config.query_log`).
+    query_log: Option<QueryLog>,
     /// The settings.
     pub config: Config,
     read_only: bool,
@@ -81,7 +88,16 @@ impl AppState {
         writer: Option<IndexWriter>,
         embedder: Option<Arc<dyn Embedder>>,
         config: Config,
-    ) -> Result<Self, lector_index::Error> {
+    ) -> Result<Self, crate::Error> {
+        let query_log = match &config.query_log {
+            Some(log) => Some(QueryLog::open(log).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot open the query log in {}: {e}", log.dir.display()),
+                )
+            })?),
+            None => None,
+        };
         let mut writer = writer;
         if let (Some(w), Some(e)) = (writer.as_mut(), &embedder) {
             if w.is_dense() {
@@ -96,6 +112,7 @@ impl AppState {
             generator: None,
             gate: Gate::new(config.limits),
             metrics: Metrics::default(),
+            query_log,
             config,
             bound: OnceLock::new(),
             documents: AtomicUsize::new(0),
@@ -191,12 +208,36 @@ impl AppState {
             body_bytes_peak,
             body_budget: self.gate.limits().max_buffered_bytes,
             connections: self.gate.open_connections(),
+            query_log: self.query_log.as_ref().map(|log| {
+                let c = log.counters();
+                LogLines {
+                    written: c.written.load(Ordering::Relaxed),
+                    dropped: c.dropped.load(Ordering::Relaxed),
+                    failed: c.failed.load(Ordering::Relaxed),
+                }
+            }),
+        }
+    }
+
+    /// The query log; `None` when the server does not log.
+    pub fn query_log(&self) -> Option<&QueryLog> {
+        self.query_log.as_ref()
+    }
+
+    /// Appends `entry` to the query log, if there is one (never blocks; see [`QueryLog::write`]).
+    pub fn log(&self, entry: impl FnOnce(bool) -> Entry) {
+        if let Some(log) = &self.query_log {
+            log.write(&entry(log.config().redact));
         }
     }
 
     /// Commits what is staged (nothing, normally: every write commits before it answers) and
-    /// closes the writer, releasing the index lock. Later writes get 503.
+    /// closes the writer, releasing the index lock. Later writes get 503. The query log is
+    /// written out and closed first.
     pub fn shutdown(&self) -> Result<Option<CommitInfo>, lector_index::Error> {
+        if let Some(log) = &self.query_log {
+            log.close();
+        }
         let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         match guard.take() {
             Some(mut writer) => writer.commit().map(Some),

@@ -7,6 +7,7 @@ use common::workspace;
 use lector_index::{Mode, SearchOptions};
 use lector_pipeline::Pipeline;
 use lector_reader::Reader;
+use lector_server::querylog::{self, Entry, LogConfig, Verdict};
 use lector_server::{AppState, Config, Limits};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -24,12 +25,18 @@ struct Server {
 
 impl Server {
     fn start(limits: Limits, api_key: Option<&str>) -> Server {
+        Server::start_with(limits, api_key, None)
+    }
+
+    /// A server that logs queries into `log` (see [`lector_server::querylog`]).
+    fn start_with(limits: Limits, api_key: Option<&str>, log: Option<LogConfig>) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let writer = common::sample_writer(dir.path());
         let index = writer.committed().clone();
         let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
         let mut config = Config::new(SearchOptions::for_index(&index, Mode::Bm25), limits);
         config.api_key = api_key.map(|k| lector_server::ApiKey::new(k).unwrap());
+        config.query_log = log;
         let pipeline = Pipeline::new(index, reader);
         let state = Arc::new(AppState::new(pipeline, Some(writer), None, config).unwrap());
         let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -101,6 +108,17 @@ impl Drop for Server {
 
 /// (status, body) of one HTTP/1.1 request over a raw socket.
 fn call(method: &str, url: &str, body: Option<&str>, key: Option<&str>) -> (u16, String) {
+    let (status, _, body) = call_with_head(method, url, body, key);
+    (status, body)
+}
+
+/// (status, head, body) of one HTTP/1.1 request over a raw socket.
+fn call_with_head(
+    method: &str,
+    url: &str,
+    body: Option<&str>,
+    key: Option<&str>,
+) -> (u16, String, String) {
     let (addr, path) = url
         .strip_prefix("http://")
         .and_then(|rest| rest.split_once('/'))
@@ -124,8 +142,8 @@ fn call(method: &str, url: &str, body: Option<&str>, key: Option<&str>) -> (u16,
     }
     let response = String::from_utf8(response).unwrap();
     let status = response[9..12].parse().unwrap();
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, body.to_string())
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    (status, head.to_string(), body.to_string())
 }
 
 /// The `error` of a JSON error body.
@@ -534,4 +552,117 @@ fn metrics_healthz_openapi_and_the_page() {
         !page.contains("src=\"http") && !page.contains("href=\"http"),
         "no external resources"
     );
+}
+
+#[test]
+fn asks_and_feedback_are_logged_with_request_ids_and_redacted() {
+    let logs = tempfile::tempdir().unwrap();
+    let log = LogConfig {
+        redact: true,
+        ..LogConfig::new(logs.path())
+    };
+    let server = Server::start_with(Limits::default(), None, Some(log));
+    let question = "Which team won Super Bowl 50? reply to fan@example.com";
+    let body = json!({"question": question, "k": 3}).to_string();
+    let (status, head, text) = call_with_head("POST", &server.url("/v1/ask"), Some(&body), None);
+    assert_eq!(status, 200, "{text}");
+    let out: Value = serde_json::from_str(&text).unwrap();
+    let id = out["request_id"].as_str().unwrap().to_string();
+    assert!(querylog::is_request_id(&id), "{id}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains(&format!("x-request-id: {id}")),
+        "{head}"
+    );
+    let abstained = server.ask(json!({"question": "xylophone quokka zeppelin?"}));
+    assert_ne!(abstained["request_id"], out["request_id"]);
+
+    let feedback = json!({"request_id": id, "verdict": "down", "correct_answer": "Denver Broncos",
+        "note": "call me on +1 (555) 010-9999"});
+    let (status, text) = server.post("/v1/feedback", &feedback.to_string());
+    assert_eq!(status, 202, "{text}");
+    for (bad, why) in [
+        (json!({"request_id": "nope", "verdict": "up"}), "not an id"),
+        (
+            json!({"request_id": id, "verdict": "meh"}),
+            "unknown variant",
+        ),
+        (
+            json!({"request_id": id, "verdict": "up", "note": "x".repeat(2001)}),
+            "longer than",
+        ),
+    ] {
+        let (status, text) = server.post("/v1/feedback", &bad.to_string());
+        assert_eq!(status, 400, "{text}");
+        assert!(error(&text).contains(why), "{text}");
+    }
+    assert_eq!(
+        server.metric("lector_feedback_total{verdict=\"down\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        server.metric("lector_answers_total{mode=\"extractive\",outcome=\"answered\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        server.metric("lector_answers_total{mode=\"extractive\",outcome=\"abstained\"}"),
+        Some(1.0)
+    );
+    assert_eq!(server.metric("lector_answer_confidence_count "), Some(2.0));
+    assert_eq!(
+        server.metric("lector_top_retrieval_score_count{retrieval=\"bm25\"} "),
+        Some(1.0),
+        "the abstained question retrieved nothing"
+    );
+    assert!(server.metric("lector_ask_stage_seconds_count{stage=\"read\"} ") >= Some(1.0));
+    drop(server); // shutting down writes the log out
+
+    let entries = querylog::read_log(logs.path()).unwrap();
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    let Entry::Ask(ask) = &entries[0] else {
+        panic!("{:?}", entries[0])
+    };
+    assert_eq!(ask.request_id, id);
+    assert_eq!(
+        ask.question,
+        "Which team won Super Bowl 50? reply to [email]"
+    );
+    assert!(ask.redacted);
+    assert_eq!(ask.settings.k, 3);
+    let answer = ask.answer.as_ref().unwrap();
+    assert_eq!(answer.text, out["answer"]["text"].as_str().unwrap());
+    assert_eq!(
+        answer.start,
+        out["answer"]["evidence"]["start"]
+            .as_u64()
+            .map(|v| v as usize)
+    );
+    assert_eq!(ask.passages.len(), 3);
+    assert!(ask
+        .passages
+        .iter()
+        .any(|p| Some(&p.doc_id) == answer.doc_id.as_ref()));
+    assert!(ask.confidence.unwrap() > 0.5 && ask.timings.total_ms >= ask.timings.read_ms);
+    let Entry::Ask(none) = &entries[1] else {
+        panic!("{:?}", entries[1])
+    };
+    assert!(none.answer.is_none() && none.abstention.is_some() && !none.redacted);
+    let Entry::Feedback(fb) = &entries[2] else {
+        panic!("{:?}", entries[2])
+    };
+    assert_eq!(
+        (fb.request_id.as_str(), fb.verdict),
+        (id.as_str(), Verdict::Down)
+    );
+    assert_eq!(fb.note.as_deref(), Some("call me on [phone]"));
+}
+
+#[test]
+fn without_a_query_log_feedback_is_404() {
+    let server = Server::default();
+    let out = server.ask(json!({"question": "Which team won Super Bowl 50?"}));
+    let body = json!({"request_id": out["request_id"], "verdict": "up"});
+    let (status, text) = server.post("/v1/feedback", &body.to_string());
+    assert_eq!(status, 404, "{text}");
+    assert!(error(&text).contains("--log-queries"), "{text}");
 }

@@ -256,8 +256,20 @@ fn a_foreign_origin_is_403_and_the_page_works_same_origin() {
 }
 
 /// Every route but the public two, with a body it accepts.
-const ROUTES: [(&str, &str, &str); 9] = [
+const ROUTES: [(&str, &str, &str); 13] = [
     ("GET", "/metrics", ""),
+    ("GET", "/v1/label/next", ""),
+    (
+        "POST",
+        "/v1/labels",
+        r#"{"request_id": "0123456789abcdef", "verdict": "skip"}"#,
+    ),
+    ("GET", "/v1/documents", ""),
+    (
+        "POST",
+        "/v1/feedback",
+        r#"{"request_id": "0123456789abcdef", "verdict": "up"}"#,
+    ),
     ("GET", "/openapi.json", ""),
     ("GET", "/v1/search?q=bowl", ""),
     (
@@ -318,6 +330,8 @@ fn every_route_needs_the_key_in_any_bearer_case() {
             let expected = match (method, path) {
                 ("POST", "/v1/documents") => 201,
                 ("POST", "/v1/chat/completions") => 501, // no generator loaded
+                ("POST", "/v1/feedback" | "/v1/labels") => 404, // no query log
+                ("GET", "/v1/label/next") => 404,
                 ("GET", "/no/such/route") => 404,
                 _ => 200,
             };
@@ -330,6 +344,8 @@ fn every_route_needs_the_key_in_any_bearer_case() {
     for path in ["/healthz", "/"] {
         assert_eq!(server.send("GET", path, &[], "").0, 200, "{path} is public");
     }
+    // The labelling page is public too: without a query log it is 404, not 401.
+    assert_eq!(server.send("GET", "/label", &[], "").0, 404);
 }
 
 #[test]

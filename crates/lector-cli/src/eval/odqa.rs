@@ -95,7 +95,7 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         rank_prior: args.rank_prior,
         ..AskOptions::default()
     };
-    let bar = progress_bar();
+    let bar = progress_bar(0);
     let results = odqa::evaluate(
         &pipeline,
         dataset,
@@ -162,8 +162,9 @@ pub(super) fn open_questions(path: &Path, limit: Option<usize>) -> Result<Datase
     Ok(dataset)
 }
 
-fn progress_bar() -> ProgressBar {
-    let bar = ProgressBar::new(0);
+/// A bar of `{pos}/{len}` with the message and an ETA (shared by the eval subcommands).
+pub(super) fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template(
             "{bar:40} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",

@@ -1,0 +1,779 @@
+//! `lector eval canary`: re-asks a fixed labelled question set and raises an alarm (exit code 1)
+//! when answer quality moved beyond a bound from a stored baseline, so that a re-index, a new
+//! model or a configuration change is caught before users notice.
+//!
+//! The questions are a SQuAD v1.1 or v2.0 file; every question is asked, unanswerable ones
+//! included, and scored with the official rules (v2.0: an abstention is the empty answer, right
+//! on an unanswerable question). Answers come from a local index through the pipeline
+//! `lector ask` builds (`--index`), or from a running `lector serve` (`--against`).
+//!
+//! `--write-baseline` stores the questions file's sha256, the settings, the scores and every
+//! answer. Otherwise the run is compared with that baseline: the alarm goes off when F1 fell by
+//! more than `--max-f1-drop` points, or the abstention rate moved either way by more than
+//! `--max-abstain-change` points. Errors (a missing baseline, one of another questions file, an
+//! unreachable server) exit 2 like every other error, so an alarm is never confused with them.
+
+use crate::ask::open_pipeline;
+use crate::search::{RerankOptions, RetrievalOptions};
+use crate::table::{fmt2, print_table};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::ProgressBar;
+use lector_eval::squad::{self, Dataset, NoAnswer, QuestionScore};
+use lector_pipeline::config::reader_name;
+use lector_pipeline::{AskOptions, Built, Response, Stage};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The default bound on the F1 drop, in points of 100.
+pub const DEFAULT_MAX_F1_DROP: f64 = 2.0;
+/// The default bound on the abstention-rate change (either way), in points of 100.
+pub const DEFAULT_MAX_ABSTAIN_CHANGE: f64 = 5.0;
+/// What a baseline file's `format` says.
+const BASELINE_FORMAT: &str = "lector-canary-baseline/1";
+/// Changed answers shown in the table (`--json` lists them all).
+const CHANGES_SHOWN: usize = 5;
+/// Differences below this are rounding, not a move past a bound.
+const EPSILON: f64 = 1e-9;
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["against", "index"])))]
+pub struct CanaryArgs {
+    /// Labelled questions: a SQuAD v1.1 or v2.0 file; every question is asked, unanswerable
+    /// ones included.
+    #[arg(long, value_name = "FILE")]
+    questions: PathBuf,
+    /// Ask a running `lector serve` at this base URL (`POST URL/v1/ask`), sending
+    /// `Authorization: Bearer $LECTOR_API_KEY` when that is set.
+    #[arg(long, value_name = "URL")]
+    against: Option<String>,
+    /// Answer locally from this index with the pipeline `lector ask` builds.
+    #[arg(long, value_name = "DIR")]
+    index: Option<PathBuf>,
+    /// The baseline file [default: <questions name>.baseline.json beside the questions file].
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Store this run as the baseline (replacing one there) instead of comparing with it.
+    #[arg(long)]
+    write_baseline: bool,
+    /// Alarm when F1 falls by more than this many points (of 100) below the baseline's.
+    #[arg(value_parser = crate::values::non_negative, long, value_name = "POINTS", default_value_t = DEFAULT_MAX_F1_DROP)]
+    max_f1_drop: f64,
+    /// Alarm when the share of questions abstained on moves, up or down, by more than this many
+    /// points (of 100).
+    #[arg(value_parser = crate::values::non_negative, long, value_name = "POINTS", default_value_t = DEFAULT_MAX_ABSTAIN_CHANGE)]
+    max_abstain_change: f64,
+    /// Passages retrieved and read per question.
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 5)]
+    k: usize,
+    /// Retrieval options for --index (with --against only --mode applies, sent as the request's
+    /// `retrieval`; the server's settings hold otherwise).
+    #[command(flatten)]
+    retrieval: RetrievalOptions,
+    #[command(flatten)]
+    rerank: RerankOptions,
+    /// Reader checkpoint directory for --index [default: $LECTOR_READER, else the shipped
+    /// models/reader-minilm-squad].
+    #[arg(long, value_name = "DIR", conflicts_with = "against")]
+    model: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The questions asked, with the digest that ties a baseline to them.
+struct QuestionSet {
+    path: PathBuf,
+    sha256: String,
+    dataset: Dataset,
+}
+
+/// Headline scores of one run, in points of 100.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Scores {
+    pub questions: usize,
+    pub exact: f64,
+    pub f1: f64,
+    /// Questions without an answer.
+    pub abstained: usize,
+    /// Their share of all questions.
+    pub abstention_rate: f64,
+}
+
+/// The answers of one run ("" for an abstention, in question order) and how they were obtained.
+struct Answers {
+    texts: Vec<String>,
+    /// Where they came from: `{"index": DIR}` or `{"url": URL}` (not compared).
+    source: Map<String, Value>,
+    /// What shapes the answers (compared with the baseline's, as notes).
+    settings: Map<String, Value>,
+    seconds: f64,
+}
+
+/// This run: its questions, answers and scores.
+struct Run {
+    questions: QuestionSet,
+    answers: Answers,
+    scores: Scores,
+    per_question: Vec<QuestionScore>,
+}
+
+/// A stored run to compare later runs with.
+#[derive(Serialize, Deserialize)]
+struct Baseline {
+    format: String,
+    questions_file: String,
+    questions_sha256: String,
+    lector_version: String,
+    created_unix: u64,
+    source: Map<String, Value>,
+    settings: Map<String, Value>,
+    scores: Scores,
+    /// Question id -> answer ("" abstained), the SQuAD predictions format.
+    predictions: Map<String, Value>,
+}
+
+/// One bound checked against the baseline.
+#[derive(Serialize)]
+struct Check {
+    check: &'static str,
+    baseline: f64,
+    current: f64,
+    change: f64,
+    bound: f64,
+    failed: bool,
+}
+
+/// A question answered differently from the baseline.
+#[derive(Serialize)]
+struct Change {
+    id: String,
+    question: String,
+    baseline: String,
+    current: String,
+    f1_baseline: f64,
+    f1_current: f64,
+}
+
+pub fn run(args: &CanaryArgs) -> Result<()> {
+    if args.against.is_some() && args.rerank.rerank.is_some() {
+        bail!("--rerank applies to --index; a server reranks as it was started");
+    }
+    let questions = QuestionSet::read(&args.questions)?;
+    let baseline_path = args
+        .baseline
+        .clone()
+        .unwrap_or_else(|| default_baseline_path(&args.questions));
+    // Read the baseline before asking, so that a missing or wrong one fails at once.
+    let baseline = match args.write_baseline {
+        true => None,
+        false => Some(Baseline::read(&baseline_path, &questions)?),
+    };
+    let answers = match (&args.against, &args.index) {
+        (Some(url), _) => ask_server(url, args, &questions.dataset)?,
+        (None, Some(dir)) => ask_index(dir, args, &questions.dataset)?,
+        (None, None) => bail!("give --index DIR or --against URL"),
+    };
+    let (scores, per_question) = score(&questions.dataset, &answers.texts)?;
+    let run = Run {
+        questions,
+        answers,
+        scores,
+        per_question,
+    };
+    match baseline {
+        None => {
+            Baseline::new(&run).write(&baseline_path)?;
+            report_written(&run, &baseline_path, args.json)
+        }
+        Some(baseline) => compare(&run, &baseline, &baseline_path, args),
+    }
+}
+
+/// `<questions stem>.baseline.json` beside the questions file: one baseline per question set.
+fn default_baseline_path(questions: &Path) -> PathBuf {
+    let stem = questions
+        .file_stem()
+        .map_or_else(|| "questions".into(), |s| s.to_string_lossy().into_owned());
+    questions.with_file_name(format!("{stem}.baseline.json"))
+}
+
+impl QuestionSet {
+    fn read(path: &Path) -> Result<QuestionSet> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let dataset = squad::read_dataset(path)?;
+        if dataset.questions.is_empty() {
+            bail!("{}: no questions", path.display());
+        }
+        if let Some(q) = dataset
+            .questions
+            .iter()
+            .find(|q| q.question.trim().is_empty())
+        {
+            bail!("{}: question `{}` is empty", path.display(), q.id);
+        }
+        Ok(QuestionSet {
+            path: path.to_path_buf(),
+            sha256: lector_models::registry::sha256_hex(&bytes),
+            dataset,
+        })
+    }
+
+    fn questions(&self) -> &[squad::Question] {
+        &self.dataset.questions
+    }
+}
+
+/// Every question through the local pipeline, read in one batch as `lector eval odqa` does.
+fn ask_index(dir: &Path, args: &CanaryArgs, dataset: &Dataset) -> Result<Answers> {
+    let Built {
+        pipeline, search, ..
+    } = open_pipeline(dir, args.model.as_deref(), &args.retrieval, &args.rerank)?;
+    let options = AskOptions {
+        search: Some(search.clone()),
+        k: args.k,
+        ..AskOptions::default()
+    };
+    let questions: Vec<&str> = dataset
+        .questions
+        .iter()
+        .map(|q| q.question.as_str())
+        .collect();
+    let bar = progress_bar(0, "passages read");
+    let start = Instant::now();
+    let responses = pipeline.ask_many(&questions, &options, &mut |p| {
+        bar.set_message(match p.stage {
+            Stage::Rerank => "questions reranked",
+            _ => "passages read",
+        });
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
+    })?;
+    bar.finish_and_clear();
+    let index = pipeline.index();
+    let stats = index.stats();
+    let mut settings = json!({
+        "k": args.k,
+        "mode": search.mode.name(),
+        "k1": search.bm25.k1,
+        "b": search.bm25.b,
+        "rerank": args.rerank.rerank.as_ref().map(|p| p.display().to_string()),
+        "reader": lector_models::registry::resolve_reader(args.model.as_deref())
+            .ok()
+            .map(|dir| reader_name(&dir)),
+        "index_settings": serde_json::to_value(index.settings())?,
+        "embedder": stats.dense.as_ref().map(|d| d.model.clone()),
+        "documents": stats.documents,
+        "passages": stats.passages,
+    });
+    add_calibration(&mut settings, responses.first());
+    Ok(Answers {
+        texts: responses.iter().map(answer_text).collect(),
+        source: object(json!({"index": dir.display().to_string()})),
+        settings: object(settings),
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+fn answer_text(response: &Response) -> String {
+    response
+        .answer
+        .as_ref()
+        .map_or(String::new(), |a| a.text.clone())
+}
+
+/// Whether the answers were read against a calibrated threshold, and which (from any response:
+/// they all share it).
+fn add_calibration(settings: &mut Value, response: Option<&Response>) {
+    if let Some(r) = response {
+        settings["calibrated"] = r.calibrated.into();
+        settings["threshold"] = r.threshold.into();
+    }
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// Every question over HTTP, one request at a time (the server reads each one's passages in a
+/// batch of its own).
+fn ask_server(url: &str, args: &CanaryArgs, dataset: &Dataset) -> Result<Answers> {
+    let endpoint = format!("{}/v1/ask", url.trim_end_matches('/'));
+    let client = AskClient::new(endpoint);
+    let retrieval = args.retrieval.mode.map(|m| m.name());
+    let bar = progress_bar(dataset.questions.len() as u64, "questions asked");
+    let start = Instant::now();
+    let mut texts = Vec::with_capacity(dataset.questions.len());
+    let mut settings = json!({"k": args.k, "retrieval": retrieval});
+    for (i, question) in dataset.questions.iter().enumerate() {
+        let mut body = json!({"question": question.question, "k": args.k, "probabilities": false});
+        if let Some(mode) = retrieval {
+            body["retrieval"] = mode.into();
+        }
+        let reply = client
+            .ask(&body)
+            .with_context(|| format!("asking question `{}`", question.id))?;
+        texts.push(reply_answer(&reply).with_context(|| {
+            format!(
+                "{}: unexpected reply to question `{}`",
+                client.endpoint, question.id
+            )
+        })?);
+        if i == 0 {
+            settings["calibrated"] = reply["calibrated"].clone();
+            settings["threshold"] = reply["threshold"].clone();
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(Answers {
+        texts,
+        source: object(json!({"url": url})),
+        settings: object(settings),
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// `answer.text`, or "" for `answer: null` (an abstention).
+fn reply_answer(reply: &Value) -> Result<String> {
+    match reply.get("answer") {
+        Some(Value::Null) => Ok(String::new()),
+        Some(answer) => answer["text"]
+            .as_str()
+            .map(str::to_string)
+            .context("`answer` has no string `text`"),
+        None => bail!("no `answer` field"),
+    }
+}
+
+/// `POST /v1/ask` of a running `lector serve`.
+struct AskClient {
+    endpoint: String,
+    api_key: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl AskClient {
+    fn new(endpoint: String) -> AskClient {
+        let api_key = std::env::var(lector_server::access::API_KEY_ENV)
+            .ok()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty());
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(Duration::from_secs(10))
+            // A busy server queues the request; reading itself takes well under a minute.
+            .timeout(Duration::from_secs(300))
+            .build();
+        AskClient {
+            endpoint,
+            api_key,
+            agent,
+        }
+    }
+
+    fn ask(&self, body: &Value) -> Result<Value> {
+        let mut request = self.agent.post(&self.endpoint);
+        if let Some(key) = &self.api_key {
+            request = request.set("Authorization", &format!("Bearer {key}"));
+        }
+        let reply = match request.send_json(body) {
+            Ok(reply) => reply,
+            Err(ureq::Error::Status(code, reply)) => {
+                let detail = reply.into_string().unwrap_or_default();
+                bail!("{}: status {code}: {}", self.endpoint, detail.trim())
+            }
+            Err(ureq::Error::Transport(t)) => bail!("{}: {t}", self.endpoint),
+        };
+        let text = reply
+            .into_string()
+            .with_context(|| format!("{}: cannot read the reply", self.endpoint))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: the reply is not JSON", self.endpoint))
+    }
+}
+
+fn progress_bar(total: u64, message: &'static str) -> ProgressBar {
+    let bar = super::odqa::progress_bar(total);
+    bar.set_message(message);
+    bar
+}
+
+/// The official SQuAD scores of `answers` (one per question, "" abstained), and per question.
+fn score(dataset: &Dataset, answers: &[String]) -> Result<(Scores, Vec<QuestionScore>)> {
+    let predictions: squad::Predictions = dataset
+        .questions
+        .iter()
+        .zip(answers)
+        .map(|(q, a)| (q.id.clone(), a.clone()))
+        .collect();
+    let questions = squad::evaluate(dataset, &predictions, &NoAnswer::default())?.questions;
+    let n = questions.len().max(1) as f64;
+    let mean = |f: fn(&QuestionScore) -> f64| 100.0 * questions.iter().map(f).sum::<f64>() / n;
+    let abstained = answers.iter().filter(|a| a.is_empty()).count();
+    let scores = Scores {
+        questions: questions.len(),
+        exact: mean(|q| q.em),
+        f1: mean(|q| q.f1),
+        abstained,
+        abstention_rate: 100.0 * abstained as f64 / n,
+    };
+    Ok((scores, questions))
+}
+
+impl Baseline {
+    fn new(run: &Run) -> Baseline {
+        let (questions, answers) = (&run.questions, &run.answers);
+        let predictions = questions
+            .questions()
+            .iter()
+            .zip(&answers.texts)
+            .map(|(q, a)| (q.id.clone(), Value::String(a.clone())))
+            .collect();
+        let created_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Baseline {
+            format: BASELINE_FORMAT.into(),
+            questions_file: questions.path.display().to_string(),
+            questions_sha256: questions.sha256.clone(),
+            lector_version: env!("CARGO_PKG_VERSION").into(),
+            created_unix,
+            source: answers.source.clone(),
+            settings: answers.settings.clone(),
+            scores: run.scores,
+            predictions,
+        }
+    }
+
+    /// Reads the baseline at `path` and checks that it was made from `questions`.
+    fn read(path: &Path, questions: &QuestionSet) -> Result<Baseline> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+                "no baseline at {}: make one with --write-baseline (or name it with --baseline)",
+                path.display()
+            ),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let baseline: Baseline = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a lector canary baseline", path.display()))?;
+        if baseline.format != BASELINE_FORMAT {
+            bail!(
+                "{}: format `{}`, expected `{BASELINE_FORMAT}`",
+                path.display(),
+                baseline.format
+            );
+        }
+        if baseline.questions_sha256 != questions.sha256 {
+            bail!(
+                "{} is the baseline of another questions file ({}, sha256 {}), not of {} (sha256 {}): \
+                 give its questions, or write a new baseline with --write-baseline",
+                path.display(),
+                baseline.questions_file,
+                baseline.questions_sha256,
+                questions.path.display(),
+                questions.sha256
+            );
+        }
+        Ok(baseline)
+    }
+
+    /// Writes through a temporary file, so that an interrupted run leaves the old baseline.
+    fn write(&self, path: &Path) -> Result<()> {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".tmp");
+        let temp = PathBuf::from(name);
+        let text = serde_json::to_string_pretty(self)? + "\n";
+        std::fs::write(&temp, text)
+            .and_then(|()| std::fs::rename(&temp, path))
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The baseline's answer to every question of `questions`, in their order.
+    fn answers(&self, path: &Path, questions: &QuestionSet) -> Result<Vec<String>> {
+        questions
+            .questions()
+            .iter()
+            .map(|q| match self.predictions.get(&q.id) {
+                Some(Value::String(a)) => Ok(a.clone()),
+                Some(_) => bail!(
+                    "{}: the answer to `{}` is not a string",
+                    path.display(),
+                    q.id
+                ),
+                None => bail!("{}: no answer to question `{}`", path.display(), q.id),
+            })
+            .collect()
+    }
+}
+
+/// Compares `run` with the baseline at `path`: reports, and exits with code 1 on an alarm.
+fn compare(run: &Run, baseline: &Baseline, path: &Path, args: &CanaryArgs) -> Result<()> {
+    let (questions, answers, scores) = (&run.questions, &run.answers, &run.scores);
+    let before = baseline.answers(path, questions)?;
+    let (_, before_scores) = score(&questions.dataset, &before)?;
+    let checks = checks(&baseline.scores, scores, args);
+    let changes = changes(
+        questions,
+        &before,
+        &answers.texts,
+        &before_scores,
+        &run.per_question,
+    );
+    for note in setting_changes(&baseline.settings, &answers.settings, "") {
+        eprintln!("note: a setting differs from the baseline's: {note}");
+    }
+    let failed: Vec<&Check> = checks.iter().filter(|c| c.failed).collect();
+    if args.json {
+        let out = json!({
+            "questions_file": questions.path.display().to_string(),
+            "baseline_file": path.display().to_string(),
+            "source": answers.source,
+            "seconds": answers.seconds,
+            "baseline": baseline.scores,
+            "current": scores,
+            "checks": checks,
+            "changed": changes.len(),
+            "changed_answers": changes,
+            "alarm": !failed.is_empty(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_header(questions, answers);
+        print_comparison(&baseline.scores, scores, &checks);
+        print_changes(&changes, scores.questions);
+    }
+    if failed.is_empty() {
+        if !args.json {
+            println!("\nquiet: every check is within its bound");
+        }
+        return Ok(());
+    }
+    for check in &failed {
+        eprintln!("alarm: {}", alarm_text(check));
+    }
+    // An alarm is exit code 1, apart from errors (2): flush first, the process ends here.
+    std::io::stdout().flush().ok();
+    std::process::exit(1)
+}
+
+/// The bounded checks: F1 may not fall, and the abstention rate may not move, beyond its bound.
+fn checks(baseline: &Scores, current: &Scores, args: &CanaryArgs) -> Vec<Check> {
+    let f1_change = current.f1 - baseline.f1;
+    let abstain_change = current.abstention_rate - baseline.abstention_rate;
+    vec![
+        Check {
+            check: "f1_drop",
+            baseline: baseline.f1,
+            current: current.f1,
+            change: f1_change,
+            bound: args.max_f1_drop,
+            failed: -f1_change > args.max_f1_drop + EPSILON,
+        },
+        Check {
+            check: "abstention_change",
+            baseline: baseline.abstention_rate,
+            current: current.abstention_rate,
+            change: abstain_change,
+            bound: args.max_abstain_change,
+            failed: abstain_change.abs() > args.max_abstain_change + EPSILON,
+        },
+    ]
+}
+
+fn alarm_text(check: &Check) -> String {
+    match check.check {
+        "f1_drop" => format!(
+            "F1 dropped by {} points ({} -> {}), more than --max-f1-drop {}",
+            fmt2(-check.change),
+            fmt2(check.baseline),
+            fmt2(check.current),
+            fmt2(check.bound)
+        ),
+        _ => format!(
+            "the abstention rate moved by {:+.2} points ({}% -> {}%), more than --max-abstain-change {}",
+            check.change,
+            fmt2(check.baseline),
+            fmt2(check.current),
+            fmt2(check.bound)
+        ),
+    }
+}
+
+/// The questions answered differently, those that lost the most F1 first.
+fn changes(
+    questions: &QuestionSet,
+    before: &[String],
+    after: &[String],
+    before_scores: &[QuestionScore],
+    after_scores: &[QuestionScore],
+) -> Vec<Change> {
+    let mut changes: Vec<Change> = questions
+        .questions()
+        .iter()
+        .zip(before.iter().zip(after))
+        .zip(before_scores.iter().zip(after_scores))
+        .filter(|((_, (b, a)), _)| b != a)
+        .map(|((q, (b, a)), (sb, sa))| Change {
+            id: q.id.clone(),
+            question: q.question.clone(),
+            baseline: b.clone(),
+            current: a.clone(),
+            f1_baseline: 100.0 * sb.f1,
+            f1_current: 100.0 * sa.f1,
+        })
+        .collect();
+    changes.sort_by(|x, y| {
+        let loss = |c: &Change| c.f1_baseline - c.f1_current;
+        loss(y).total_cmp(&loss(x))
+    });
+    changes
+}
+
+/// `key: before -> after` for every setting both runs record with different values (nested
+/// objects by their dotted path); settings only one side records are not comparable.
+fn setting_changes(
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+    prefix: &str,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (key, old) in before {
+        let Some(new) = after.get(key) else { continue };
+        let path = format!("{prefix}{key}");
+        match (old, new) {
+            (Value::Object(o), Value::Object(n)) => {
+                notes.extend(setting_changes(o, n, &format!("{path}.")));
+            }
+            _ if old != new => notes.push(format!("{path}: {old} -> {new}")),
+            _ => {}
+        }
+    }
+    notes
+}
+
+fn describe_source(answers: &Answers) -> String {
+    let settings = &answers.settings;
+    match (answers.source.get("index"), answers.source.get("url")) {
+        (Some(dir), _) => format!(
+            "index {} ({}, k = {})",
+            dir.as_str().unwrap_or_default(),
+            settings["mode"].as_str().unwrap_or("?"),
+            settings["k"]
+        ),
+        (_, Some(url)) => format!(
+            "{} (k = {})",
+            url.as_str().unwrap_or_default(),
+            settings["k"]
+        ),
+        _ => String::new(),
+    }
+}
+
+fn print_header(questions: &QuestionSet, answers: &Answers) {
+    println!(
+        "{} questions of {}, answered from {} in {:.1} s",
+        questions.questions().len(),
+        questions.path.display(),
+        describe_source(answers),
+        answers.seconds
+    );
+}
+
+fn report_written(run: &Run, path: &Path, json: bool) -> Result<()> {
+    let (questions, answers, scores) = (&run.questions, &run.answers, &run.scores);
+    if json {
+        let out = json!({
+            "baseline_file": path.display().to_string(),
+            "questions_file": questions.path.display().to_string(),
+            "source": answers.source,
+            "seconds": answers.seconds,
+            "scores": scores,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    print_header(questions, answers);
+    print_table(
+        &["metric", "value"],
+        &[
+            vec!["F1 (%)".into(), fmt2(scores.f1)],
+            vec!["exact match (%)".into(), fmt2(scores.exact)],
+            vec!["abstained (%)".into(), fmt2(scores.abstention_rate)],
+        ],
+    );
+    println!("baseline written to {}", path.display());
+    Ok(())
+}
+
+fn print_comparison(baseline: &Scores, current: &Scores, checks: &[Check]) {
+    let verdict = |c: &Check| if c.failed { "ALARM" } else { "ok" };
+    let f1 = &checks[0];
+    let abstention = &checks[1];
+    let rows = vec![
+        vec![
+            "F1 (%)".into(),
+            fmt2(baseline.f1),
+            fmt2(current.f1),
+            format!("{:+.2}", f1.change),
+            format!("drop <= {}", fmt2(f1.bound)),
+            verdict(f1).into(),
+        ],
+        vec![
+            "exact match (%)".into(),
+            fmt2(baseline.exact),
+            fmt2(current.exact),
+            format!("{:+.2}", current.exact - baseline.exact),
+            String::new(),
+            String::new(),
+        ],
+        vec![
+            "abstained (%)".into(),
+            fmt2(baseline.abstention_rate),
+            fmt2(current.abstention_rate),
+            format!("{:+.2}", abstention.change),
+            format!("+/- {}", fmt2(abstention.bound)),
+            verdict(abstention).into(),
+        ],
+    ];
+    print_table(
+        &["metric", "baseline", "now", "change", "bound", "check"],
+        &rows,
+    );
+}
+
+fn print_changes(changes: &[Change], questions: usize) {
+    println!();
+    println!("answers changed: {} of {questions}", changes.len());
+    if changes.is_empty() {
+        return;
+    }
+    let shown = |text: &str| match text {
+        "" => "(no answer)".to_string(),
+        text => text.to_string(),
+    };
+    let rows: Vec<Vec<String>> = changes
+        .iter()
+        .take(CHANGES_SHOWN)
+        .map(|c| {
+            vec![
+                c.id.clone(),
+                shown(&c.baseline),
+                shown(&c.current),
+                format!("{:.0} -> {:.0}", c.f1_baseline, c.f1_current),
+                c.question.clone(),
+            ]
+        })
+        .collect();
+    print_table(&["id", "baseline", "now", "F1", "question"], &rows);
+    if changes.len() > CHANGES_SHOWN {
+        println!("(the {CHANGES_SHOWN} that lost the most F1; --json lists all)");
+    }
+}

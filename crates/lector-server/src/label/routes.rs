@@ -1,0 +1,378 @@
+//! The labelling routes: `GET /label` (the page), `GET /v1/label/next` and `POST /v1/labels`.
+//!
+//! Each log directory has one [`Labelling`] per process (a registry keyed by the directory),
+//! holding the open label store behind a lock, so labels from concurrent requests are appended
+//! one at a time, and the parsed query log, read again only when a log file's size changes.
+
+use super::export::char_slice;
+use super::sample::{margin, order, Sample};
+use super::store::{Label, LabelCounts, LabelStore, LabelVerdict};
+use crate::api::parse_json;
+use crate::error::ApiError;
+use crate::limit::blocking;
+use crate::querylog::record::log_files;
+use crate::querylog::{read_log, AskRecord, Entry, LoggedPassage, Verdict};
+use crate::state::AppState;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::Json;
+use lector_index::Index;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::SystemTime;
+
+/// The labelling page.
+pub const PAGE: &str = include_str!("../../assets/label.html");
+
+/// The most bytes a `POST /v1/labels` body may have.
+pub const MAX_LABEL_BYTES: usize = 64 << 10;
+
+/// `GET /label`: the page (404 without a query log).
+pub async fn page(State(state): State<Arc<AppState>>) -> Response {
+    match state.config.query_log {
+        Some(_) => Html(PAGE).into_response(),
+        None => (StatusCode::NOT_FOUND, Html(format!("<p>{NO_LOG}</p>"))).into_response(),
+    }
+}
+
+const NO_LOG: &str = "labelling needs the query log: start the server with \
+                      `lector serve --log-queries DIR`";
+
+/// The query of `GET /v1/label/next`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NextParams {
+    /// `uncertain` [default], `down-voted` or `random`.
+    pub sample: Option<String>,
+    /// The shuffle of `random`.
+    pub seed: Option<u64>,
+}
+
+/// `GET /v1/label/next`: the next logged ask to label with its passages' current text, plus how
+/// many remain and the label counts; when every logged question is labelled, `done` is true and
+/// there is no `request_id`.
+pub async fn next(
+    State(state): State<Arc<AppState>>,
+    params: Result<Query<NextParams>, QueryRejection>,
+) -> Result<Json<Value>, ApiError> {
+    let labelling = Labelling::of(&state)?;
+    let Query(params) = params?;
+    let name = params.sample.as_deref().unwrap_or("uncertain");
+    let sample = Sample::parse(name, params.seed).map_err(ApiError::bad_request)?;
+    let out = blocking(move || labelling.next(&state, sample)).await?;
+    Ok(Json(out))
+}
+
+/// The body of `POST /v1/labels`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabelRequest {
+    /// The logged ask labelled.
+    pub request_id: String,
+    /// `answer`, `unanswerable` or `skip`.
+    pub verdict: LabelVerdict,
+    /// With `answer`: the document, the character range, and the text it holds.
+    pub doc_id: Option<String>,
+    pub start: Option<usize>,
+    pub end: Option<usize>,
+    pub text: Option<String>,
+}
+
+/// `POST /v1/labels`: checks the label against the log and the index, stores it on disk, then
+/// answers 201 with the stored label and the counts.
+pub async fn save(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let labelling = Labelling::of(&state)?;
+    let (admission, body) = state.gate.admit_and_read(request, MAX_LABEL_BYTES).await?;
+    let request: LabelRequest = parse_json(&body)?;
+    drop(body);
+    let out = blocking(move || {
+        let _admission = admission;
+        labelling.save(&state, request)
+    })
+    .await?;
+    Ok((StatusCode::CREATED, Json(out)))
+}
+
+/// The labelling state of one log directory.
+pub struct Labelling {
+    dir: PathBuf,
+    /// Opened at first use (loading the labels written before).
+    store: Mutex<Option<LabelStore>>,
+    log: Mutex<CachedLog>,
+}
+
+/// The parsed log and the sizes of its files when it was read.
+#[derive(Default)]
+struct CachedLog {
+    sizes: Vec<(PathBuf, u64)>,
+    entries: Arc<Vec<Entry>>,
+}
+
+impl Labelling {
+    /// The labelling state of the server's log directory; 404 when it keeps no log.
+    pub fn of(state: &AppState) -> Result<Arc<Labelling>, ApiError> {
+        let config = state.config.query_log.as_ref();
+        let dir = config
+            .ok_or_else(|| ApiError::not_found(NO_LOG))?
+            .dir
+            .clone();
+        static REGISTRY: OnceLock<Mutex<HashMap<PathBuf, Arc<Labelling>>>> = OnceLock::new();
+        let key = std::fs::canonicalize(&dir)
+            .or_else(|_| std::path::absolute(&dir))
+            .unwrap_or_else(|_| dir.clone());
+        let mut registry = lock(REGISTRY.get_or_init(Default::default));
+        let labelling = registry.entry(key).or_insert_with(|| {
+            Arc::new(Labelling {
+                dir,
+                store: Mutex::new(None),
+                log: Mutex::new(CachedLog::default()),
+            })
+        });
+        Ok(labelling.clone())
+    }
+
+    /// The log's entries, read again when a file was added, removed or grew.
+    fn entries(&self) -> Result<Arc<Vec<Entry>>, ApiError> {
+        let sizes = match log_files(&self.dir) {
+            Ok(files) => files
+                .into_iter()
+                .map(|f| {
+                    let size = std::fs::metadata(&f).map_or(0, |m| m.len());
+                    (f, size)
+                })
+                .collect(),
+            // No ask logged yet: the logger creates the directory with its first file.
+            Err(_) if !self.dir.exists() => Vec::new(),
+            Err(e) => return Err(ApiError::internal(e.to_string())),
+        };
+        let mut cache = lock(&self.log);
+        if cache.sizes != sizes {
+            let entries = if sizes.is_empty() {
+                Vec::new()
+            } else {
+                read_log(&self.dir).map_err(|e| ApiError::internal(e.to_string()))?
+            };
+            *cache = CachedLog {
+                sizes,
+                entries: Arc::new(entries),
+            };
+        }
+        Ok(cache.entries.clone())
+    }
+
+    /// Runs `work` with the store, opening it first if needed.
+    fn with_store<T>(&self, work: impl FnOnce(&mut LabelStore) -> T) -> Result<T, ApiError> {
+        let mut guard = lock(&self.store);
+        if guard.is_none() {
+            let store =
+                LabelStore::open(&self.dir).map_err(|e| ApiError::internal(e.to_string()))?;
+            *guard = Some(store);
+        }
+        Ok(work(guard.as_mut().expect("opened above")))
+    }
+
+    /// The last label of each request id, oldest first.
+    fn latest(&self) -> Result<Vec<Label>, ApiError> {
+        self.with_store(|store| store.latest().into_iter().cloned().collect())
+    }
+
+    fn next(&self, state: &AppState, sample: Sample) -> Result<Value, ApiError> {
+        let entries = self.entries()?;
+        let labels = self.latest()?;
+        let refs: Vec<&Label> = labels.iter().collect();
+        let queue = order(&entries, &refs, sample);
+        let mut out = match queue.next() {
+            Some(ask) => {
+                let pipeline = state.pipeline();
+                let skipped = queue.fresh.is_empty();
+                item(ask, pipeline.index(), down_voted(&entries, ask), skipped)
+            }
+            None => json!({"message": "every logged question is labelled"}),
+        };
+        out["done"] = queue.is_empty().into();
+        out["sample"] = sample.name().into();
+        if let Sample::Random { seed } = sample {
+            out["seed"] = seed.into();
+        }
+        out["remaining"] = queue.len().into();
+        out["remaining_skipped"] = queue.skipped.len().into();
+        out["labels"] = json!(LabelCounts::of(&labels));
+        Ok(out)
+    }
+
+    fn save(&self, state: &AppState, request: LabelRequest) -> Result<Value, ApiError> {
+        let entries = self.entries()?;
+        let ask = entries
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Entry::Ask(ask) if ask.request_id == request.request_id => Some(ask),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "no ask with request_id `{}` in the query log",
+                    request.request_id
+                ))
+            })?;
+        let label = checked_label(state.pipeline().index(), ask, request)?;
+        self.with_store(|store| {
+            store
+                .append(label.clone())
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            Ok(json!({"stored": label, "labels": LabelCounts::of(store.latest())}))
+        })?
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The label `request` describes for `ask`, or a 400 saying what does not fit.
+fn checked_label(index: &Index, ask: &AskRecord, request: LabelRequest) -> Result<Label, ApiError> {
+    let span_given = request.doc_id.is_some()
+        || request.start.is_some()
+        || request.end.is_some()
+        || request.text.is_some();
+    let mut label = Label {
+        time: crate::querylog::time::format(SystemTime::now()),
+        request_id: request.request_id,
+        question: ask.question.clone(),
+        verdict: request.verdict,
+        doc_id: None,
+        start: None,
+        end: None,
+        text: None,
+    };
+    if request.verdict != LabelVerdict::Answer {
+        if span_given {
+            return Err(ApiError::bad_request(format!(
+                "`doc_id`, `start`, `end` and `text` go only with verdict `answer`, not `{}`",
+                request.verdict.name()
+            )));
+        }
+        return Ok(label);
+    }
+    let missing = |field: &str| {
+        ApiError::bad_request(format!(
+            "verdict `answer` needs `{field}` (the answer span)"
+        ))
+    };
+    let doc_id = request.doc_id.ok_or_else(|| missing("doc_id"))?;
+    let start = request.start.ok_or_else(|| missing("start"))?;
+    let end = request.end.ok_or_else(|| missing("end"))?;
+    let text = request.text.ok_or_else(|| missing("text"))?;
+    let document = index
+        .document(&doc_id)
+        .ok_or_else(|| ApiError::bad_request(format!("no document `{doc_id}` in the index")))?;
+    let found = char_slice(document.text, start, end);
+    if text.is_empty() || found != Some(text.as_str()) {
+        let found = found.map_or(
+            "nothing (the range is empty or past the end)".to_string(),
+            |f| format!("{f:?}"),
+        );
+        return Err(ApiError::bad_request(format!(
+            "characters {start}..{end} of `{doc_id}` are {found}, not the `text` {text:?} \
+             (offsets count Unicode scalar values)"
+        )));
+    }
+    label.doc_id = Some(doc_id);
+    label.start = Some(start);
+    label.end = Some(end);
+    label.text = Some(text);
+    Ok(label)
+}
+
+fn down_voted(entries: &[Entry], ask: &AskRecord) -> bool {
+    entries.iter().any(|e| {
+        matches!(e, Entry::Feedback(f) if f.request_id == ask.request_id && f.verdict == Verdict::Down)
+    })
+}
+
+/// An ask as the page shows it.
+fn item(ask: &AskRecord, index: &Index, down_voted: bool, skipped: bool) -> Value {
+    let passages: Vec<Value> = ask.passages.iter().map(|p| passage(p, index)).collect();
+    let margin = margin(ask);
+    json!({
+        "request_id": ask.request_id,
+        "time": ask.time,
+        "question": ask.question,
+        "answer": ask.answer,
+        "abstention": ask.abstention,
+        "na_prob": ask.na_prob,
+        "threshold": ask.threshold,
+        "confidence": ask.confidence,
+        "runner_ups": ask.runner_ups,
+        "margin": margin.is_finite().then_some(margin),
+        "down_voted": down_voted,
+        "skipped": skipped,
+        "passages": passages,
+    })
+}
+
+/// A logged passage with its text as the document holds it now (the log keeps offsets only),
+/// and a `problem` when the document is gone or no longer reaches the passage's end.
+fn passage(logged: &LoggedPassage, index: &Index) -> Value {
+    let mut out = json!({
+        "doc_id": logged.doc_id,
+        "passage": logged.passage,
+        "start": logged.start,
+        "end": logged.end,
+        "score": logged.score,
+        "title": null,
+        "text": null,
+        "problem": null,
+    });
+    let Some(document) = index.document(&logged.doc_id) else {
+        out["problem"] =
+            format!("the document `{}` is no longer in the index", logged.doc_id).into();
+        return out;
+    };
+    out["title"] = document.title.into();
+    let (text, problem) = passage_text(document.text, logged.start, logged.end);
+    out["text"] = text.into();
+    out["problem"] = problem.into();
+    out
+}
+
+/// Characters `start..end` of `document`, cut at its end, and what is wrong if it is shorter.
+fn passage_text(document: &str, start: usize, end: usize) -> (Option<&str>, Option<String>) {
+    let length = document.chars().count();
+    if start >= length {
+        let problem = format!(
+            "the document is shorter now ({length} characters): the passage started at character {start}"
+        );
+        return (None, Some(problem));
+    }
+    let text = char_slice(document, start, end.min(length));
+    let problem = (end > length).then(|| {
+        format!("the document is shorter now ({length} characters): the passage is cut at its end")
+    });
+    (text, problem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passage_text_says_when_the_document_is_shorter() {
+        let doc = "añb😀cd";
+        assert_eq!(passage_text(doc, 1, 4), (Some("ñb😀"), None));
+        let (text, problem) = passage_text(doc, 4, 9);
+        assert_eq!(text, Some("cd"));
+        assert!(problem.unwrap().contains("6 characters"));
+        let (text, problem) = passage_text(doc, 6, 9);
+        assert_eq!(text, None);
+        assert!(problem.unwrap().contains("started at character 6"));
+    }
+}

@@ -1,0 +1,282 @@
+//! The lines of a query log: one JSON object per line, `"type": "ask"` or `"type": "feedback"`,
+//! and how to read them back (all files of a log directory, oldest first).
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// One line of the log.
+// Most lines are asks, so boxing them to shrink the rare feedback would only add allocations.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    /// A question and what the server answered.
+    Ask(AskRecord),
+    /// A user's verdict on an earlier answer.
+    Feedback(FeedbackRecord),
+}
+
+/// A question asked over `POST /v1/ask` and its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskRecord {
+    /// When the answer was sent: RFC 3339, UTC, milliseconds ([`super::time::format`]).
+    pub time: String,
+    /// The id the client received (`request_id` in the body, `x-request-id` header).
+    pub request_id: String,
+    /// The question, masked when the server redacts ([`super::redact`]).
+    pub question: String,
+    /// Whether redaction masked anything in the question.
+    pub redacted: bool,
+    /// How the question was asked.
+    pub settings: AskSettings,
+    /// The answer; `None` when the server abstained (extractive) or refused (generative).
+    pub answer: Option<LoggedAnswer>,
+    /// Why there is no answer (`below_threshold`, `no_span`, `no_passages`, `refused`).
+    pub abstention: Option<String>,
+    /// Extractive: the no-answer probability of the top candidate, and the threshold it was
+    /// compared with (abstain when above). Generative: `None`.
+    pub na_prob: Option<f64>,
+    pub threshold: Option<f64>,
+    /// Extractive: `1 - na_prob`, the probability that the passages hold an answer (the score
+    /// the abstention compares). Generative: `None`.
+    pub confidence: Option<f64>,
+    /// The candidates after the answer, best first (at most [`RUNNER_UPS`]).
+    pub runner_ups: Vec<LoggedCandidate>,
+    /// The passages read (extractive) or given to the generator, in rank order.
+    pub passages: Vec<LoggedPassage>,
+    /// Generative: sentences of the answer that no passage supports (empty when all are).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<String>,
+    /// Milliseconds per stage.
+    pub timings: LoggedTimings,
+}
+
+/// Runner-ups kept per logged ask.
+pub const RUNNER_UPS: usize = 3;
+
+/// The settings of one ask.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskSettings {
+    /// `extractive` or `generative`.
+    pub mode: String,
+    /// `bm25`, `dense` or `hybrid`.
+    pub retrieval: String,
+    /// Passages retrieved and read.
+    pub k: usize,
+    /// Retrieval hops (1 or 2).
+    pub hops: usize,
+    pub vote: bool,
+    pub prefer_recent: bool,
+    pub rank_prior: f64,
+}
+
+/// An answer and where it was found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoggedAnswer {
+    /// The answer text.
+    pub text: String,
+    /// Extractive: the candidate's score; generative: `None`.
+    pub score: Option<f64>,
+    /// Extractive: the document, the passage's position in it, and the answer's character
+    /// offsets (Unicode scalar values) in the document text. Generative: `None`.
+    pub doc_id: Option<String>,
+    pub passage: Option<usize>,
+    pub start: Option<usize>,
+    pub end: Option<usize>,
+}
+
+/// A runner-up answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoggedCandidate {
+    pub text: String,
+    pub score: f64,
+    pub doc_id: String,
+}
+
+/// A passage read for the answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoggedPassage {
+    pub doc_id: String,
+    /// Position of the passage in its document (0-based).
+    pub passage: usize,
+    /// Character offsets of the passage in the document text.
+    pub start: usize,
+    pub end: usize,
+    /// The retrieval score (the fused score with hybrid retrieval).
+    pub score: f64,
+}
+
+/// Time per stage, in milliseconds (0 for stages an ask did not run).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoggedTimings {
+    pub retrieve_ms: f64,
+    pub rerank_ms: f64,
+    pub read_ms: f64,
+    pub aggregate_ms: f64,
+    pub generate_ms: f64,
+    /// From admission to the answer.
+    pub total_ms: f64,
+}
+
+/// A verdict sent to `POST /v1/feedback`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedbackRecord {
+    /// When it arrived (RFC 3339, UTC).
+    pub time: String,
+    /// The ask it judges.
+    pub request_id: String,
+    pub verdict: Verdict,
+    /// The answer the user says is right (redacted like questions).
+    pub correct_answer: Option<String>,
+    /// A free-text note (redacted like questions).
+    pub note: Option<String>,
+}
+
+/// Thumbs up or down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Up,
+    Down,
+}
+
+/// An error reading a log: the file and line, and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read the query log {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}, line {line}: {message}")]
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+/// Whether `name` is a query log file (`queries-*.jsonl`).
+pub fn is_log_file(name: &str) -> bool {
+    name.starts_with("queries-") && name.ends_with(".jsonl")
+}
+
+/// The log files of `dir`, oldest first: by the sequence number the writer gives each new
+/// file (`queries-<UTC start>-<sequence>.jsonl`), which also orders files started within one
+/// second or across restarts.
+pub fn log_files(dir: &Path) -> Result<Vec<PathBuf>, ReadError> {
+    let io = |source| ReadError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let name = entry.file_name();
+        if name.to_str().is_some_and(is_log_file) {
+            files.push(entry.path());
+        }
+    }
+    files.sort_by_key(|p| (sequence_of(p), p.clone()));
+    Ok(files)
+}
+
+/// The sequence number of a log file's name.
+pub(crate) fn sequence_of(path: &Path) -> Option<u64> {
+    let stem = path.file_stem()?.to_str()?;
+    stem.rsplit('-').next()?.parse().ok()
+}
+
+/// Every entry of the log in `dir`, oldest first. A torn last line (the server killed while
+/// writing it) is skipped; any other line that does not parse is an error naming its file and line.
+pub fn read_log(dir: &Path) -> Result<Vec<Entry>, ReadError> {
+    let mut entries = Vec::new();
+    for path in log_files(dir)? {
+        let text = std::fs::read_to_string(&path).map_err(|source| ReadError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let complete = text.ends_with('\n');
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Entry>(line) {
+                Ok(entry) => entries.push(entry),
+                Err(_) if i + 1 == lines.len() && !complete => {}
+                Err(e) => {
+                    return Err(ReadError::Line {
+                        path: path.clone(),
+                        line: i + 1,
+                        message: e.to_string(),
+                    })
+                }
+            }
+        }
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(id: &str) -> Entry {
+        Entry::Ask(AskRecord {
+            time: "2026-12-02T13:00:00.000Z".into(),
+            request_id: id.into(),
+            question: "Who won?".into(),
+            redacted: false,
+            settings: AskSettings {
+                mode: "extractive".into(),
+                retrieval: "bm25".into(),
+                k: 5,
+                hops: 1,
+                vote: false,
+                prefer_recent: false,
+                rank_prior: 1.0,
+            },
+            answer: None,
+            abstention: Some("below_threshold".into()),
+            na_prob: Some(0.9),
+            threshold: Some(0.5),
+            confidence: Some(0.1),
+            runner_ups: vec![],
+            passages: vec![],
+            unsupported: vec![],
+            timings: LoggedTimings::default(),
+        })
+    }
+
+    #[test]
+    fn reads_files_in_order_skips_a_torn_tail_and_names_a_bad_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |e: &Entry| serde_json::to_string(e).unwrap() + "\n";
+        std::fs::write(
+            dir.path().join("queries-20261202T130000Z-000001.jsonl"),
+            line(&ask("b")) + "{\"type\":\"ask\",\"ti",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("queries-20261202T120000Z-000000.jsonl"),
+            line(&ask("a")),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("labels.jsonl"), "not a log line\n").unwrap();
+        let ids: Vec<String> = read_log(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|e| match e {
+                Entry::Ask(a) => a.request_id,
+                Entry::Feedback(f) => f.request_id,
+            })
+            .collect();
+        assert_eq!(ids, ["a", "b"]);
+
+        let bad = dir.path().join("queries-20261202T140000Z-000002.jsonl");
+        std::fs::write(&bad, "{\"type\":\"nope\"}\n").unwrap();
+        let err = read_log(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("000002.jsonl, line 1"), "{err}");
+    }
+}

@@ -1,17 +1,13 @@
 //! `lector ask`, `lector eval odqa` and `lector calibrate` as processes, on real SQuAD slices with
 //! the shipped reader and real indexes on disk.
 
+mod common;
+
+use common::{fails, lector, ok};
 use lector_eval::normalize::normalize_answer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn lector(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(args)
-        .output()
-        .expect("lector runs")
-}
 
 fn squad(name: &str) -> PathBuf {
     lector_eval::data::require(&format!("squad/{name}"))
@@ -25,17 +21,6 @@ fn slice(name: &str, articles: usize, dir: &Path) -> String {
     let path = dir.join(format!("slice-{name}"));
     std::fs::write(&path, json.to_string()).unwrap();
     path.to_string_lossy().into_owned()
-}
-
-fn ok(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "lector failed: {stderr}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn fails(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(2), "expected exit code 2");
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn json(out: &Output) -> Value {

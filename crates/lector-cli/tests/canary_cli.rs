@@ -3,26 +3,12 @@
 //! running `lector serve` answers like the local index, and a baseline of other questions is an
 //! error (exit code 2).
 
+mod common;
+
+use common::{index_documents, lector, ok, serve, stderr};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-
-fn lector(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(args)
-        .output()
-        .expect("lector runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(out.status.success(), "lector failed: {}", stderr(out));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use std::process::Output;
 
 fn json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout)
@@ -67,15 +53,6 @@ fn write(dir: &Path, name: &str, value: &Value) -> String {
     path.to_string_lossy().into_owned()
 }
 
-/// `documents` indexed into a new `dir/name` with `extra` flags for `lector index add`.
-fn index(dir: &Path, name: &str, documents: &str, extra: &[&str]) -> String {
-    let index = dir.join(name).to_string_lossy().into_owned();
-    let mut args = vec!["index", "add", documents, "--index", index.as_str()];
-    args.extend_from_slice(extra);
-    ok(&lector(&args));
-    index
-}
-
 /// `lector eval canary --questions Q --baseline B` with `extra` arguments.
 fn canary(questions: &str, baseline: &str, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -94,7 +71,7 @@ fn canary(questions: &str, baseline: &str, extra: &[&str]) -> Output {
 fn an_unchanged_reindex_is_quiet() {
     let dir = tempfile::tempdir().unwrap();
     let (documents, questions) = slices(dir.path(), 2);
-    let first = index(dir.path(), "first", &documents, &[]);
+    let first = index_documents(&documents, dir.path(), "first", &[]);
     // Without --baseline, the baseline lies beside the questions.
     let written = json(&lector(&[
         "eval",
@@ -120,7 +97,7 @@ fn an_unchanged_reindex_is_quiet() {
     assert!(f1 > 30.0, "the pipeline should answer many: {baseline}");
 
     // The same documents again, into a fresh directory.
-    let second = index(dir.path(), "second", &documents, &[]);
+    let second = index_documents(&documents, dir.path(), "second", &[]);
     let out = lector(&[
         "eval",
         "canary",
@@ -148,14 +125,14 @@ fn a_reindex_with_tiny_passages_raises_the_alarm() {
     let dir = tempfile::tempdir().unwrap();
     let (documents, questions) = slices(dir.path(), 2);
     let baseline = dir.path().join("base.json").to_string_lossy().into_owned();
-    let good = index(dir.path(), "good", &documents, &[]);
+    let good = index_documents(&documents, dir.path(), "good", &[]);
     ok(&canary(
         &questions,
         &baseline,
         &["--index", &good, "--write-baseline"],
     ));
     // 20-word passages cut most answers off from the context that gives them away.
-    let broken = index(dir.path(), "broken", &documents, &["--passage-words", "20"]);
+    let broken = index_documents(&documents, dir.path(), "broken", &["--passage-words", "20"]);
     let out = canary(&questions, &baseline, &["--index", &broken, "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let report = json(&out);
@@ -199,17 +176,17 @@ fn a_reindex_with_tiny_passages_raises_the_alarm() {
 fn a_server_answers_like_the_local_index() {
     let dir = tempfile::tempdir().unwrap();
     let (documents, questions) = slices(dir.path(), 2);
-    let index = index(dir.path(), "index", &documents, &[]);
+    let index = index_documents(&documents, dir.path(), "index", &[]);
     let baseline = dir.path().join("base.json").to_string_lossy().into_owned();
     ok(&canary(
         &questions,
         &baseline,
         &["--index", &index, "--write-baseline"],
     ));
-    let (mut server, addr) = serve(&index);
+    let (mut server, addr) = serve(&index, &[]);
     let url = format!("http://{addr}");
     let out = canary(&questions, &baseline, &["--against", &url, "--json"]);
-    kill_gently(&mut server);
+    server.stop();
     let report = json(&out);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(report["changed"], 0, "{report}");
@@ -222,7 +199,7 @@ fn bad_baselines_and_servers_are_errors_not_alarms() {
     let dir = tempfile::tempdir().unwrap();
     let (documents, questions) = slices(dir.path(), 2);
     let other = first_questions(&questions, 3, dir.path());
-    let index = index(dir.path(), "index", &documents, &[]);
+    let index = index_documents(&documents, dir.path(), "index", &[]);
     let baseline = dir.path().join("other.json").to_string_lossy().into_owned();
     ok(&canary(
         &other,
@@ -273,39 +250,4 @@ fn bad_baselines_and_servers_are_errors_not_alarms() {
         &[&base[..], &["--index", &index, "--baseline", &own]].concat(),
         "own.json: not a lector canary baseline",
     );
-}
-
-/// `lector serve` on a free port; returns the process and its address once it listens.
-fn serve(index: &str) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(["serve", "--index", index, "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("lector serve starts");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in `{line}`"))
-        .to_string();
-    // Keep draining stdout so the server never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = stdout.read_to_string(&mut rest);
-    });
-    (child, addr)
-}
-
-/// SIGTERM, then wait for the server to finish.
-fn kill_gently(child: &mut Child) {
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    child.wait().unwrap();
 }

@@ -2,37 +2,15 @@
 //! one whose later window asks longer, off-topic questions that abstain more and retrieve worse,
 //! and one whose windows come from the same mix; against a real dense index of the bundled sample.
 
+mod common;
+
+use common::{dense_index, fails, lector, ok, sample};
 use lector_server::querylog::{
     AskRecord, AskSettings, Entry, FeedbackRecord, LoggedAnswer, LoggedPassage, LoggedTimings,
     Verdict,
 };
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn lector(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(args)
-        // Without --index, the report must not pick up the caller's default index.
-        .env_remove("LECTOR_INDEX")
-        .output()
-        .expect("lector runs")
-}
-
-fn ok(out: &Output) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "lector failed: {stderr}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn fails(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(2), "expected exit code 2");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn sample() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/squad-v1.1-sample.json")
-}
+use std::path::Path;
 
 /// The questions of the bundled sample (about Super Bowl 50), in file order.
 fn sample_questions() -> Vec<String> {
@@ -198,14 +176,12 @@ fn stable_log(dir: &Path) -> String {
     write_log(dir, &[(1, day(1, 0)), (2, day(2, 1))])
 }
 
-/// The sample indexed with passage vectors (all-MiniLM-L6-v2, fetched into the cache if missing).
-fn dense_index(dir: &Path) -> String {
-    let index = dir.join("dense").to_string_lossy().into_owned();
-    let sample = sample().to_string_lossy().into_owned();
-    ok(&lector(&[
-        "index", "add", &sample, "--index", &index, "--dense",
-    ]));
-    index
+/// The error of `lector report drift --log LOG EXTRA`, which must exit with code 2.
+fn refused(log: impl AsRef<Path>, extra: &[&str]) -> String {
+    let log = log.as_ref().to_string_lossy();
+    let mut args = vec!["report", "drift", "--log", &log];
+    args.extend_from_slice(extra);
+    fails(&lector(&args))
 }
 
 fn report(log: &str, extra: &[&str]) -> Value {
@@ -350,16 +326,15 @@ fn drift_says_what_it_cannot_measure_and_refuses_bad_input() {
     assert!(table.contains("drifted: question length, abstention rate, top retrieval score"));
 
     // A window with too few asks.
-    let err = fails(&lector(&[
-        "report",
-        "drift",
-        "--log",
+    let err = refused(
         &log,
-        "--before",
-        "2026-12-01..2026-12-01T08:03Z",
-        "--after",
-        "2026-12-02..",
-    ]));
+        &[
+            "--before",
+            "2026-12-01..2026-12-01T08:03Z",
+            "--after",
+            "2026-12-02..",
+        ],
+    );
     assert!(
         err.contains(
             "the before window (2026-12-01T00:00:00.000Z..2026-12-01T08:03:00.000Z) holds 3 asks"
@@ -367,14 +342,7 @@ fn drift_says_what_it_cannot_measure_and_refuses_bad_input() {
         "{err}"
     );
     assert!(err.contains("at least 5"), "{err}");
-    let err = fails(&lector(&[
-        "report",
-        "drift",
-        "--log",
-        &log,
-        "--split",
-        "2030-01-01",
-    ]));
+    let err = refused(&log, &["--split", "2030-01-01"]);
     assert!(
         err.contains("the after window") && err.contains("holds 0 asks"),
         "{err}"
@@ -386,12 +354,7 @@ fn drift_says_what_it_cannot_measure_and_refuses_bad_input() {
     let file = bad.join("queries-20261201T080000Z-000000.jsonl");
     let good = std::fs::read_to_string(&file).unwrap();
     std::fs::write(&file, format!("{good}{{\"type\":\"ask\"}}\n")).unwrap();
-    let err = fails(&lector(&[
-        "report",
-        "drift",
-        "--log",
-        bad.to_str().unwrap(),
-    ]));
+    let err = refused(&bad, &[]);
     assert!(
         err.contains("queries-20261201T080000Z-000000.jsonl, line 2"),
         "{err}"
@@ -405,12 +368,7 @@ fn drift_says_what_it_cannot_measure_and_refuses_bad_input() {
         format!("{good}{}\n", serde_json::to_string(&entry).unwrap()),
     )
     .unwrap();
-    let err = fails(&lector(&[
-        "report",
-        "drift",
-        "--log",
-        bad.to_str().unwrap(),
-    ]));
+    let err = refused(&bad, &[]);
     assert!(
         err.contains("000000.jsonl, line 2: `time` is `last tuesday`"),
         "{err}"
@@ -418,21 +376,11 @@ fn drift_says_what_it_cannot_measure_and_refuses_bad_input() {
 
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let err = fails(&lector(&[
-        "report",
-        "drift",
-        "--log",
-        empty.to_str().unwrap(),
-    ]));
+    let err = refused(&empty, &[]);
     assert!(err.contains("no query log files"), "{err}");
     // A missing directory: the cause said once.
     let missing = dir.path().join("missing");
-    let err = fails(&lector(&[
-        "report",
-        "drift",
-        "--log",
-        missing.to_str().unwrap(),
-    ]));
+    let err = refused(&missing, &[]);
     assert!(err.contains("cannot read the query log"), "{err}");
     assert_eq!(err.matches("(os error").count(), 1, "{err}");
 }

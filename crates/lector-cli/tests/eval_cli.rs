@@ -1,15 +1,10 @@
 //! The `lector eval` command line: real files in, real process out; bad input gives one clear line.
 
+mod common;
+
+use common::{lector, stderr};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn lector(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(args)
-        .output()
-        .expect("run lector")
-}
 
 fn shared(rel: &str) -> String {
     lector_eval::data::require(rel)
@@ -21,10 +16,6 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.to_string_lossy().into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Gold answers for the first `n` questions of the v2.0 dev set, "" for the rest.

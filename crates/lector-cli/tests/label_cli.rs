@@ -4,130 +4,19 @@
 //! the exact character offsets, and the labelling page labels a span and an unanswerable
 //! question in headless Chromium.
 
+mod common;
+
+use common::{browser_or_skip, dump_dom, get_json, http, index, lector, ok, serve, Server};
 use lector_server::label::read_labels;
 use lector_server::querylog::{read_log, Entry};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn lector(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(args)
-        .output()
-        .expect("lector runs")
-}
-
-fn sample() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/squad-v1.1-sample.json")
-}
-
-/// The bundled sample indexed into `dir/index`.
-fn index(dir: &Path) -> String {
-    let index = dir.join("index").to_string_lossy().into_owned();
-    let sample = sample().to_string_lossy().into_owned();
-    let out = lector(&["index", "add", &sample, "--index", &index]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    index
-}
-
-/// A `lector serve` process, killed when dropped (also when a test fails half-way, so no
-/// server outlives its test).
-struct Server(Child);
-
-impl Server {
-    /// SIGKILL: no shutdown code runs.
-    fn kill_hard(&mut self) {
-        self.0.kill().unwrap();
-        self.0.wait().unwrap();
-    }
-
-    /// SIGTERM, and a clean exit.
-    fn stop(&mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        assert!(self.0.wait().unwrap().success());
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// `lector serve` on a free port; returns the process and its address once it listens.
-fn serve(index: &str, extra: &[&str]) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(["serve", "--index", index, "--addr", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("lector serve starts");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in `{line}`"))
-        .to_string();
-    // Keep draining stdout so the server never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = stdout.read_to_string(&mut rest);
-        print!("{rest}");
-    });
-    (Server(child), addr)
-}
-
-/// One HTTP/1.1 request over a raw socket: (status, body).
-fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(300)))
-        .unwrap();
-    let body = body.unwrap_or("");
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    (status, body)
-}
 
 fn post(addr: &str, path: &str, body: &Value) -> (u16, Value) {
     let (status, text) = http(addr, "POST", path, Some(&body.to_string()));
     let value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
     (status, value)
-}
-
-fn get(addr: &str, path: &str) -> Value {
-    let (status, text) = http(addr, "GET", path, None);
-    assert_eq!(status, 200, "{path}: {text}");
-    serde_json::from_str(&text).unwrap()
 }
 
 /// A document whose answer sits in its second passage, after an emoji and other characters
@@ -199,13 +88,7 @@ fn export(logs: &Path, index: &str, out: &Path) -> (Value, Value) {
     let args = [
         "label", "export", "--log", &logs, "--index", index, "--out", &out_arg, "--json",
     ];
-    let run = lector(&args);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let counts = serde_json::from_slice(&run.stdout).unwrap();
+    let counts = serde_json::from_str(&ok(&lector(&args))).unwrap();
     let squad = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
     (counts, squad)
 }
@@ -248,13 +131,13 @@ fn labels_over_http_are_checked_kept_through_sigkill_and_exported_with_character
     assert_eq!(status, 202, "{body}");
     wait_for_log(&logs, 4, 1);
 
-    let next = get(&addr, "/v1/label/next?sample=down-voted");
+    let next = get_json(&addr, "/v1/label/next?sample=down-voted");
     assert_eq!(next["request_id"], broncos, "{next}");
     assert_eq!(next["down_voted"], true);
     assert_eq!(next["remaining"], 3, "duplicates count once: {next}");
     // Every passage is shown with the document's current text at its logged offsets.
-    assert_eq!(get(&addr, "/v1/documents/grenen")["text"], GRENEN);
-    let next = get(&addr, "/v1/label/next?sample=random&seed=5");
+    assert_eq!(get_json(&addr, "/v1/documents/grenen")["text"], GRENEN);
+    let next = get_json(&addr, "/v1/label/next?sample=random&seed=5");
     assert_eq!(next["seed"], 5);
     let passages = next["passages"].as_array().unwrap();
     assert!(!passages.is_empty(), "{next}");
@@ -331,7 +214,7 @@ fn labels_over_http_are_checked_kept_through_sigkill_and_exported_with_character
         json!({"answers": 1, "unanswerable": 1, "skipped": 1})
     );
     // Only the skipped question is left, offered again.
-    let next = get(&addr, "/v1/label/next");
+    let next = get_json(&addr, "/v1/label/next");
     assert_eq!(
         (
             next["remaining"].as_u64(),
@@ -413,7 +296,7 @@ fn without_a_query_log_labelling_is_404_naming_the_flag() {
         assert_eq!(status, 404, "{method} {path}: {text}");
         assert!(text.contains("--log-queries"), "{method} {path}: {text}");
     }
-    server.stop();
+    assert!(server.stop().success());
 
     let missing = dir
         .path()
@@ -430,59 +313,6 @@ fn without_a_query_log_labelling_is_404_naming_the_flag() {
         stderr.contains("no-such-log") && stderr.contains("--log-queries"),
         "{stderr}"
     );
-}
-
-/// Chromium, if installed: the `CHROMIUM` variable, else the usual names on PATH.
-fn chromium() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("CHROMIUM").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome", "chrome"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|candidate| candidate.is_file())
-}
-
-/// Chromium, or `None` (and a loud note) when it is missing outside CI.
-fn browser_or_skip(test: &str) -> Option<PathBuf> {
-    let found = chromium();
-    if found.is_none() {
-        // CI installs Chromium (`tools/setup-chromium.sh`): there, a missing browser is a failure.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no Chromium found under CI: run tools/setup-chromium.sh or set CHROMIUM"
-        );
-        eprintln!(
-            "!!! SKIPPED {test}: no Chromium found (tools/setup-chromium.sh, or set CHROMIUM)"
-        );
-    }
-    found
-}
-
-/// The page at `url` after its requests settle (virtual time), as HTML.
-fn dump_dom(browser: &Path, profile: &Path, url: &str) -> String {
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--virtual-time-budget=30000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(url)
-        .output()
-        .expect("chromium runs");
-    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        dom.contains("data-saved=\"1\""),
-        "the page saved no label:\n{dom}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dom
 }
 
 /// A server over the sample and [`GRENEN`] that logged one ask of `question`: (server,
@@ -507,7 +337,7 @@ fn the_labelling_page_saves_a_selected_span_with_character_offsets_in_headless_c
         logged_question(dir.path(), "Who keeps the Grenen lighthouse?");
     // The answer lies in the document's second passage, after an emoji in that passage: the
     // page must add the passage's start and count characters, not UTF-16 units.
-    let document = get(&addr, "/v1/documents/grenen");
+    let document = get_json(&addr, "/v1/documents/grenen");
     let expected = char_offset(GRENEN, KEEPER);
     let second = document["passages"][1]["char_start"].as_u64().unwrap() as usize;
     assert!(second > 0 && expected > second, "{document}");
@@ -516,9 +346,14 @@ fn the_labelling_page_saves_a_selected_span_with_character_offsets_in_headless_c
     // handlers the mouse and the button use (see `runTestEntry` in label.html).
     let fragment = format!("test-select={}", KEEPER.replace(' ', "%20"));
     let url = format!("http://{addr}/label#{fragment}");
-    let dom = dump_dom(&browser, &dir.path().join("profile"), &url);
+    let dom = dump_dom(
+        &browser,
+        &dir.path().join("profile"),
+        &url,
+        "data-saved=\"1\"",
+    );
     assert!(dom.contains("data-verdict=\"answer\""), "{dom}");
-    server.stop();
+    assert!(server.stop().success());
 
     let (counts, squad) = export(&logs, &index, &dir.path().join("page.squad.json"));
     assert_eq!(counts["answers"], 1, "{counts}");
@@ -537,10 +372,15 @@ fn the_labelling_page_marks_a_question_unanswerable_in_headless_chromium() {
     let (mut server, addr, index, logs, id) =
         logged_question(dir.path(), "How tall is the Grenen lighthouse?");
     let url = format!("http://{addr}/label?sample=random&seed=9#test-unanswerable");
-    let dom = dump_dom(&browser, &dir.path().join("profile"), &url);
+    let dom = dump_dom(
+        &browser,
+        &dir.path().join("profile"),
+        &url,
+        "data-saved=\"1\"",
+    );
     assert!(dom.contains("data-verdict=\"unanswerable\""), "{dom}");
     assert!(dom.contains("data-state=\"done\""), "nothing left: {dom}");
-    server.stop();
+    assert!(server.stop().success());
 
     let (counts, squad) = export(&logs, &index, &dir.path().join("page.squad.json"));
     assert_eq!(

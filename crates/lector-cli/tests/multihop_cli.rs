@@ -3,28 +3,15 @@
 //! paragraphs more often than one, comparison and yes/no questions get their kind of answer,
 //! and `ask --hops 2` shows the chain.
 
+mod common;
+
+use common::{lector, ok};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
-
-fn lector(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(args)
-        .output()
-        .expect("run lector")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "lector failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

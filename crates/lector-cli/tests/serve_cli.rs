@@ -2,101 +2,14 @@
 //! in flight finish and releases the index, `--generate` serves chat completions (501 without
 //! it), and the web page answers in headless Chromium.
 
+mod common;
+
+use common::{browser_or_skip, dense_index, dump_dom, headless, http, index, lector, serve};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
 use std::time::Duration;
-
-fn lector(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(args)
-        .output()
-        .expect("lector runs")
-}
-
-fn sample() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/squad-v1.1-sample.json")
-}
-
-/// An index of the bundled sample in `dir/index`.
-fn index(dir: &Path) -> String {
-    index_with(dir, "index", &[])
-}
-
-/// The bundled sample indexed into `dir/name` with `extra` flags for `lector index add`.
-fn index_with(dir: &Path, name: &str, extra: &[&str]) -> String {
-    let index = dir.join(name).to_string_lossy().into_owned();
-    let sample = sample().to_string_lossy().into_owned();
-    let mut args = vec!["index", "add", sample.as_str(), "--index", index.as_str()];
-    args.extend_from_slice(extra);
-    let out = lector(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    index
-}
-
-/// `lector serve` on a free port; returns the process and its address once it listens.
-fn serve(index: &str, extra: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(["serve", "--index", index, "--addr", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("lector serve starts");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in `{line}`"))
-        .to_string();
-    // Keep draining stdout so the server never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = stdout.read_to_string(&mut rest);
-        print!("{rest}");
-    });
-    (child, addr)
-}
-
-/// One HTTP/1.1 request over a raw socket: (status, body).
-fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(300)))
-        .unwrap();
-    let body = body.unwrap_or("");
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    (status, body)
-}
-
-fn kill(child: &mut Child, signal: &str) {
-    let status = Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
 
 #[test]
 fn an_acknowledged_document_survives_sigkill() {
@@ -107,8 +20,7 @@ fn an_acknowledged_document_survives_sigkill() {
         json!({"id": "kill-test", "text": "The lighthouse keeper of Skagen is called Maren."});
     let (status, body) = http(&addr, "POST", "/v1/documents", Some(&doc.to_string()));
     assert_eq!(status, 201, "{body}");
-    server.kill().unwrap(); // SIGKILL: no shutdown code runs
-    server.wait().unwrap();
+    server.kill_hard(); // SIGKILL: no shutdown code runs
 
     let (mut server, addr) = serve(&index, &[]);
     let (status, body) = http(&addr, "GET", "/v1/documents/kill-test", None);
@@ -121,8 +33,7 @@ fn an_acknowledged_document_survives_sigkill() {
     assert_eq!(status, 200, "{body}");
     let answer: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(answer["answer"]["text"], "Maren");
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.kill_hard();
 }
 
 #[test]
@@ -144,11 +55,11 @@ fn sigterm_finishes_requests_in_flight_and_releases_the_index() {
         assert!(!in_flight.is_finished(), "the ask finished before SIGTERM");
         std::thread::sleep(Duration::from_millis(5));
     }
-    kill(&mut server, "-TERM");
+    server.terminate();
     let (status, body) = in_flight.join().unwrap();
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("Broncos"), "{body}");
-    let exit = server.wait().unwrap();
+    let exit = server.wait();
     assert!(exit.success(), "{exit:?}");
     // The writer lock is free again.
     let out = lector(&["index", "rm", "Super_Bowl_50#0", "--index", &index]);
@@ -183,8 +94,7 @@ fn two_hop_asks_over_http_carry_their_chain_and_bad_hops_are_refused() {
     let (status, body) = ask(json!({"question": "Which team won Super Bowl 50?", "hops": 3}));
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("hops"), "{body}");
-    kill(&mut server, "-TERM");
-    server.wait().unwrap();
+    server.stop();
 }
 
 #[test]
@@ -205,8 +115,7 @@ fn a_silent_client_is_dropped_after_the_header_timeout_flag() {
         waited >= Duration::from_millis(900) && waited < Duration::from_secs(10),
         "closed after {waited:?}"
     );
-    kill(&mut server, "-TERM");
-    server.wait().unwrap();
+    server.stop();
 }
 
 #[test]
@@ -222,8 +131,7 @@ fn generate_serves_chat_completions_and_without_it_they_are_501() {
     let (status, body) = http(&addr, "POST", "/v1/chat/completions", Some(&chat));
     assert_eq!(status, 501, "{body}");
     assert!(body.contains("lector serve --generate"), "{body}");
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.kill_hard();
 
     // The registry's SmolLM2, fetched like `lector models pull generator`.
     let (mut server, addr) = serve(&index, &["--generate"]);
@@ -233,35 +141,12 @@ fn generate_serves_chat_completions_and_without_it_they_are_501() {
     assert_eq!(out["object"], "chat.completion");
     assert_eq!(out["usage"]["completion_tokens"], 3);
     assert_eq!(out["choices"][0]["finish_reason"], "length");
-    server.kill().unwrap();
-    server.wait().unwrap();
-}
-
-/// Chromium, if installed: the `CHROMIUM` variable, else the usual names on PATH.
-fn chromium() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("CHROMIUM").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome", "chrome"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|candidate| candidate.is_file())
+    server.kill_hard();
 }
 
 #[test]
 fn the_web_page_answers_in_headless_chromium() {
-    let Some(browser) = chromium() else {
-        // CI installs Chromium (`tools/setup-chromium.sh`): there, a missing browser is a failure.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no Chromium found under CI: run tools/setup-chromium.sh or set CHROMIUM"
-        );
-        eprintln!();
-        eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
-        eprintln!("!!! SKIPPED the_web_page_answers_in_headless_chromium: no Chromium found  !!!");
-        eprintln!("!!! (tools/setup-chromium.sh installs it, or set CHROMIUM=/path/to/it)  !!!");
-        eprintln!("!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
+    let Some(browser) = browser_or_skip("the_web_page_answers_in_headless_chromium") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -269,32 +154,7 @@ fn the_web_page_answers_in_headless_chromium() {
     let (mut server, addr) = serve(&index, &[]);
     let url = format!("http://{addr}/?q=Which%20team%20won%20Super%20Bowl%2050%3F");
     let profile = dir.path().join("chromium-profile");
-    let headless = |url: &str, extra: &[String]| {
-        Command::new(&browser)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--hide-scrollbars",
-                // Virtual time waits for the page's fetch of /v1/ask and its rendering.
-                "--virtual-time-budget=60000",
-                "--window-size=1100,1400",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .args(extra)
-            .arg(url)
-            .output()
-            .expect("chromium runs")
-    };
-    let out = headless(&url, &["--dump-dom".to_string()]);
-    let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        dom.contains("data-state=\"answered\""),
-        "the page did not answer:\n{dom}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let dom = dump_dom(&browser, &profile, &url, "data-state=\"answered\"");
     let mark = dom
         .split("<mark id=\"answer-mark\">")
         .nth(1)
@@ -313,9 +173,8 @@ fn the_web_page_answers_in_headless_chromium() {
             .expect("runner-ups");
         table.split("</table>").next().unwrap().to_string()
     };
-    let flat = headless(&format!("{url}&rank_prior=0"), &["--dump-dom".to_string()]);
-    let flat = String::from_utf8_lossy(&flat.stdout);
-    assert!(flat.contains("data-state=\"answered\""), "{flat}");
+    let flat = format!("{url}&rank_prior=0");
+    let flat = dump_dom(&browser, &profile, &flat, "data-state=\"answered\"");
     assert_ne!(
         runners(&flat),
         runners(&dom),
@@ -327,7 +186,12 @@ fn the_web_page_answers_in_headless_chromium() {
     std::fs::create_dir_all(&shots).unwrap();
     let shot = shots.join("answer.png");
     let _ = std::fs::remove_file(&shot);
-    let out = headless(&url, &[format!("--screenshot={}", shot.display())]);
+    let out = headless(
+        &browser,
+        &profile,
+        &url,
+        &[&format!("--screenshot={}", shot.display())],
+    );
     assert!(
         shot.metadata().map(|m| m.len() > 10_000).unwrap_or(false),
         "no screenshot: {}",
@@ -337,29 +201,9 @@ fn the_web_page_answers_in_headless_chromium() {
 
     // Abstention shows the no-answer state.
     let url = format!("http://{addr}/?q=xylophone%20quokka%20zeppelin%3F");
-    let out = Command::new(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--virtual-time-budget=60000",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(&url)
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(dom.contains("data-state=\"abstained\""), "{dom}");
+    let dom = dump_dom(&browser, &profile, &url, "data-state=\"abstained\"");
     assert!(dom.contains("No answer in these documents"));
-    server.kill().unwrap();
-    server.wait().unwrap();
-}
-
-/// The sample indexed with passage vectors (all-MiniLM-L6-v2, fetched into the cache if missing).
-fn dense_index(dir: &Path) -> String {
-    index_with(dir, "dense", &["--dense"])
+    server.kill_hard();
 }
 
 fn retrievers(hit: &Value) -> Vec<String> {
@@ -415,6 +259,5 @@ fn dense_and_hybrid_retrieval_over_http_include_documents_written_through_the_ap
     assert_eq!(hits["hits"][0]["doc_id"], "skagen", "{body}");
     assert_eq!(retrievers(&hits["hits"][0]), ["dense"]);
 
-    kill(&mut server, "-TERM");
-    assert!(server.wait().unwrap().success());
+    assert!(server.stop().success());
 }

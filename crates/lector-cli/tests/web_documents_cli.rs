@@ -3,116 +3,16 @@
 //! feedback in headless Chromium. The page is driven through its `#test-…` address entries
 //! (see the end of `assets/index.html`): `--dump-dom` can neither drop a file nor click.
 
+mod common;
+
+use common::{browser_or_skip, dump_dom, get_json, headless, http, http_with, index, serve};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// 2024-03-15T12:00:00Z, the `lastModified` of the test files: 2024-03-15 in any time zone
 /// within ±11 hours (Chromium runs with `TZ=UTC` anyway).
 const MODIFIED_MS: u64 = 1_710_504_000_000;
-
-fn lector(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(args)
-        .output()
-        .expect("lector runs")
-}
-
-/// The bundled sample (10 paragraphs of one article) indexed into `dir/index`.
-fn index(dir: &Path) -> String {
-    let index = dir.join("index").to_string_lossy().into_owned();
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/squad-v1.1-sample.json");
-    let out = lector(&["index", "add", &sample.to_string_lossy(), "--index", &index]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    index
-}
-
-/// A running `lector serve`, killed when dropped (so a failed assertion leaves no server).
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `lector serve` on a free port, once it listens.
-fn serve(index: &str, extra: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(["serve", "--index", index, "--addr", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("lector serve starts");
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    stdout.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("no address in `{line}`"))
-        .to_string();
-    // Keep draining stdout so the server never blocks on a full pipe.
-    std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = stdout.read_to_string(&mut rest);
-    });
-    Server { child, addr }
-}
-
-/// One HTTP/1.1 request over a raw socket with extra header lines: (status, body).
-fn http_with(
-    addr: &str,
-    method: &str,
-    path: &str,
-    body: Option<&str>,
-    headers: &[&str],
-) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(120)))
-        .unwrap();
-    let body = body.unwrap_or("");
-    let extra: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    (status, body)
-}
-
-fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    http_with(addr, method, path, body, &[])
-}
-
-/// A GET answered 200, as JSON.
-fn get_json(addr: &str, path: &str) -> Value {
-    let (status, body) = http(addr, "GET", path, None);
-    assert_eq!(status, 200, "GET {path}: {body}");
-    serde_json::from_str(&body).unwrap()
-}
 
 fn ids(list: &Value) -> Vec<String> {
     list["documents"]
@@ -138,8 +38,8 @@ fn percent_encode(text: &str) -> String {
 #[test]
 fn documents_are_listed_in_id_order_a_page_at_a_time_with_the_total() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(&index(dir.path()), &[]);
-    let addr = &server.addr;
+    let (_server, addr) = serve(&index(dir.path()), &[]);
+    let addr = &addr;
     let docs = json!([
         {"id": "zz-last", "text": "Zürich café ☕ by the lake.", "title": "Z", "date": "2021-02-03"},
         {"id": "aa-first", "text": "A short note."},
@@ -194,66 +94,16 @@ fn documents_are_listed_in_id_order_a_page_at_a_time_with_the_total() {
 #[test]
 fn listing_documents_needs_the_api_key_when_the_server_has_one() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(&index(dir.path()), &["--api-key", "list-key-123"]);
-    let (status, body) = http(&server.addr, "GET", "/v1/documents", None);
+    let (_server, addr) = serve(&index(dir.path()), &["--api-key", "list-key-123"]);
+    let (status, body) = http(&addr, "GET", "/v1/documents", None);
     assert_eq!(status, 401, "{body}");
     let wrong = ["Authorization: Bearer not-the-key"];
-    let (status, _) = http_with(&server.addr, "GET", "/v1/documents", None, &wrong);
+    let (status, _) = http_with(&addr, "GET", "/v1/documents", None, &wrong);
     assert_eq!(status, 401);
     let key = ["Authorization: Bearer list-key-123"];
-    let (status, body) = http_with(&server.addr, "GET", "/v1/documents", None, &key);
+    let (status, body) = http_with(&addr, "GET", "/v1/documents", None, &key);
     assert_eq!(status, 200, "{body}");
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["total"], 10);
-}
-
-/// Chromium, if installed: the `CHROMIUM` variable, else the usual names on PATH. Under CI
-/// (which installs it with `tools/setup-chromium.sh`) a missing browser fails the test.
-fn chromium(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("CHROMIUM")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            let path = std::env::var_os("PATH")?;
-            ["chromium", "chromium-browser", "google-chrome", "chrome"]
-                .iter()
-                .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-                .find(|candidate| candidate.is_file())
-        });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no Chromium found under CI: run tools/setup-chromium.sh or set CHROMIUM"
-        );
-        eprintln!("!!! SKIPPED {test}: no Chromium found (tools/setup-chromium.sh installs it, or set CHROMIUM) !!!");
-    }
-    found
-}
-
-/// The page at `url` after its requests settle (virtual time), as `--dump-dom` prints it.
-fn page_dom(browser: &Path, profile: &Path, url: &str) -> String {
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--virtual-time-budget=60000",
-            "--window-size=1100,1400",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(url)
-        .env("TZ", "UTC")
-        .output()
-        .expect("chromium runs");
-    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        dom.contains("<body"),
-        "no page: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dom
 }
 
 /// The page's address with `#test-add=` files: the page builds `File`s of them and hands them to
@@ -288,13 +138,14 @@ fn listed(dom: &str) -> String {
 
 #[test]
 fn the_page_adds_lists_and_removes_documents_in_headless_chromium() {
-    let Some(browser) = chromium("the_page_adds_lists_and_removes_documents_in_headless_chromium")
+    let Some(browser) =
+        browser_or_skip("the_page_adds_lists_and_removes_documents_in_headless_chromium")
     else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(&index(dir.path()), &[]);
-    let addr = &server.addr;
+    let (_server, addr) = serve(&index(dir.path()), &[]);
+    let addr = &addr;
     let profile = dir.path().join("chromium-profile");
     let markdown = "Notes from the coast.\r\n\r\n# Harbour notes\n\nThe lighthouse of Skagen is kept by Maren Holm.\nZürich ☕ too.\n";
     let html = "<html><head><title> Skagen   page </title><style>p { color: red }</style></head>\
@@ -307,7 +158,7 @@ fn the_page_adds_lists_and_removes_documents_in_headless_chromium() {
         file("page.html", "text/html", html),
         file("corpus.jsonl", "", jsonl),
     ]);
-    let dom = page_dom(&browser, &profile, &add_url(addr, &files));
+    let dom = dump_dom(&browser, &profile, &add_url(addr, &files), "<body");
     assert_eq!(docs_state(&dom), "done", "{dom}");
     assert!(dom.contains("4 added from 3 files."), "{dom}");
     let list = listed(&dom);
@@ -352,7 +203,7 @@ fn the_page_adds_lists_and_removes_documents_in_headless_chromium() {
         ),
         file("plain.txt", "text/plain", "Plain words."),
     ]);
-    let dom = page_dom(&browser, &profile, &add_url(addr, &files));
+    let dom = dump_dom(&browser, &profile, &add_url(addr, &files), "<body");
     assert_eq!(docs_state(&dom), "error", "{dom}");
     assert!(
         dom.contains("bad.jsonl line 2: not valid JSON"),
@@ -366,7 +217,7 @@ fn the_page_adds_lists_and_removes_documents_in_headless_chromium() {
 
     // Removing through the page asks first, then deletes.
     let url = format!("http://{addr}/#test-remove=page.html");
-    let dom = page_dom(&browser, &profile, &url);
+    let dom = dump_dom(&browser, &profile, &url, "<body");
     assert_eq!(docs_state(&dom), "removed", "{dom}");
     assert!(
         dom.contains("data-confirmed=\"Remove “page.html” from the index?"),
@@ -380,19 +231,12 @@ fn the_page_adds_lists_and_removes_documents_in_headless_chromium() {
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web/documents.png");
     std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
     let _ = std::fs::remove_file(&shot);
-    Command::new(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-        ])
-        .args(["--virtual-time-budget=20000", "--window-size=1100,1300"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("http://{addr}/"))
-        .output()
-        .expect("chromium runs");
+    headless(
+        &browser,
+        &profile,
+        &format!("http://{addr}/"),
+        &[&format!("--screenshot={}", shot.display())],
+    );
     assert!(
         shot.metadata().is_ok_and(|m| m.len() > 10_000),
         "no screenshot"
@@ -402,14 +246,14 @@ fn the_page_adds_lists_and_removes_documents_in_headless_chromium() {
 
 #[test]
 fn the_page_splits_batches_the_server_refuses_and_names_a_document_too_large() {
-    let Some(browser) =
-        chromium("the_page_splits_batches_the_server_refuses_and_names_a_document_too_large")
-    else {
+    let Some(browser) = browser_or_skip(
+        "the_page_splits_batches_the_server_refuses_and_names_a_document_too_large",
+    ) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(&index(dir.path()), &["--max-documents-bytes", "4096"]);
-    let addr = &server.addr;
+    let (_server, addr) = serve(&index(dir.path()), &["--max-documents-bytes", "4096"]);
+    let addr = &addr;
     let words = |word: &str, n: usize| vec![word; n].join(" ");
     // Two files fit alone but not together; the third fits never.
     let files = json!([
@@ -418,7 +262,7 @@ fn the_page_splits_batches_the_server_refuses_and_names_a_document_too_large() {
         file("big.txt", "text/plain", &words("giant", 900)),
     ]);
     let profile = dir.path().join("chromium-profile");
-    let dom = page_dom(&browser, &profile, &add_url(addr, &files));
+    let dom = dump_dom(&browser, &profile, &add_url(addr, &files), "<body");
     assert_eq!(docs_state(&dom), "error", "{dom}");
     assert!(
         dom.contains(
@@ -460,7 +304,7 @@ fn feedback_lines(dir: &Path) -> Vec<Value> {
 #[test]
 fn thumbs_down_with_a_correct_answer_is_logged_and_off_without_a_query_log() {
     let Some(browser) =
-        chromium("thumbs_down_with_a_correct_answer_is_logged_and_off_without_a_query_log")
+        browser_or_skip("thumbs_down_with_a_correct_answer_is_logged_and_off_without_a_query_log")
     else {
         return;
     };
@@ -471,9 +315,9 @@ fn thumbs_down_with_a_correct_answer_is_logged_and_off_without_a_query_log() {
     let question = "?q=Which%20team%20won%20Super%20Bowl%2050%3F";
     let vote = format!("#test-vote=down:{}", percent_encode("the Broncos"));
 
-    let server = serve(&index, &["--log-queries", &log.to_string_lossy()]);
-    let url = format!("http://{}/{question}{vote}", server.addr);
-    let dom = page_dom(&browser, &profile, &url);
+    let (server, addr) = serve(&index, &["--log-queries", &log.to_string_lossy()]);
+    let url = format!("http://{addr}/{question}{vote}");
+    let dom = dump_dom(&browser, &profile, &url, "<body");
     assert!(dom.contains("data-feedback=\"sent\""), "{dom}");
     assert!(dom.contains("Thanks — noted."));
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -491,9 +335,9 @@ fn thumbs_down_with_a_correct_answer_is_logged_and_off_without_a_query_log() {
     drop(server);
 
     // Without --log-queries the route is 404: the page says so and hides the buttons.
-    let server = serve(&index, &[]);
-    let url = format!("http://{}/{question}#test-vote=up", server.addr);
-    let dom = page_dom(&browser, &profile, &url);
+    let (_server, addr) = serve(&index, &[]);
+    let url = format!("http://{addr}/{question}#test-vote=up");
+    let dom = dump_dom(&browser, &profile, &url, "<body");
     assert!(dom.contains("data-feedback=\"off\""), "{dom}");
     assert!(dom.contains("feedback is off on this server"));
     let up = dom

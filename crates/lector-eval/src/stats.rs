@@ -1,9 +1,12 @@
-//! Statistics for metric means: bootstrap confidence intervals and paired significance tests.
+//! Statistics for metric means: bootstrap confidence intervals and paired significance tests;
+//! two-sample tests of distributions and rates in [`two_sample`].
 //!
 //! Everything is seeded and reproducible: the same inputs and seed give the same interval on every
 //! machine (a small xoshiro256** generator, no platform randomness).
 
 use serde::Serialize;
+
+pub mod two_sample;
 
 /// Settings of the bootstrap.
 #[derive(Debug, Clone, Copy)]

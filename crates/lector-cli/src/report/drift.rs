@@ -9,7 +9,6 @@
 mod measure;
 mod render;
 mod signals;
-mod stats;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;

@@ -6,6 +6,7 @@
 //! (the server killed while writing it, never acknowledged) is skipped when reading, and cut off
 //! when the store is opened for appending, so the next label starts on a line of its own.
 
+use crate::querylog::record::parse_json_lines;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -68,12 +69,8 @@ pub enum LabelError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path}, line {line}: {message}")]
-    Line {
-        path: PathBuf,
-        line: usize,
-        message: String,
-    },
+    /// A line of the label file that does not parse (file and line named), or a query log
+    /// that cannot be read.
     #[error(transparent)]
     Log(#[from] crate::querylog::ReadError),
 }
@@ -85,37 +82,12 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LabelError + '_ {
     }
 }
 
-/// The labels of a file's text in file order, and the byte length of its complete lines (the
-/// text without a torn last line).
-fn parse(path: &Path, text: &str) -> Result<(Vec<Label>, usize), LabelError> {
-    let mut labels = Vec::new();
-    let mut complete = 0;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let last_unfinished = !line.ends_with('\n');
-        if !line.trim().is_empty() {
-            match serde_json::from_str::<Label>(line) {
-                Ok(label) => labels.push(label),
-                Err(_) if last_unfinished => break,
-                Err(e) => {
-                    return Err(LabelError::Line {
-                        path: path.to_path_buf(),
-                        line: i + 1,
-                        message: e.to_string(),
-                    })
-                }
-            }
-        }
-        complete += line.len();
-    }
-    Ok((labels, complete))
-}
-
 /// Every label stored in `dir`, in the order written (none when there is no label file yet).
 /// A torn last line is skipped; any other line that does not parse is an error naming it.
 pub fn read_labels(dir: &Path) -> Result<Vec<Label>, LabelError> {
     let path = dir.join(LABELS_FILE);
     match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(parse(&path, &text)?.0),
+        Ok(text) => Ok(parse_json_lines(&path, &text)?.0),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(io_error(&path)(e)),
     }
@@ -179,7 +151,7 @@ impl LabelStore {
             .open(&path)
             .map_err(io_error(&path))?;
         let text = std::io::read_to_string(&mut file).map_err(io_error(&path))?;
-        let (labels, mut complete) = parse(&path, &text)?;
+        let (labels, mut complete) = parse_json_lines(&path, &text)?;
         if complete < text.len() {
             file.set_len(complete as u64).map_err(io_error(&path))?;
             file.sync_data().map_err(io_error(&path))?;

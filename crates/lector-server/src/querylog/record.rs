@@ -1,6 +1,7 @@
 //! The lines of a query log: one JSON object per line, `"type": "ask"` or `"type": "feedback"`,
 //! and how to read them back (all files of a log directory, oldest first).
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -196,26 +197,38 @@ pub fn read_log(dir: &Path) -> Result<Vec<Entry>, ReadError> {
             path: path.clone(),
             source,
         })?;
-        let complete = text.ends_with('\n');
-        let lines: Vec<&str> = text.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Entry>(line) {
-                Ok(entry) => entries.push(entry),
-                Err(_) if i + 1 == lines.len() && !complete => {}
+        entries.extend(parse_json_lines(&path, &text)?.0);
+    }
+    Ok(entries)
+}
+
+/// The records of the text of a JSON-lines file at `path`, one per line (blank lines passed
+/// over), and the byte length of its complete lines. A last line without its newline that does
+/// not parse is torn (its writer was killed mid-line, so it was never acknowledged): it is left
+/// out of both. Any other line that does not parse is an error naming `path` and the line.
+pub(crate) fn parse_json_lines<T: DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> Result<(Vec<T>, usize), ReadError> {
+    let mut records = Vec::new();
+    let mut complete = 0;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        if !line.trim().is_empty() {
+            match serde_json::from_str(line) {
+                Ok(record) => records.push(record),
+                Err(_) if !line.ends_with('\n') => break,
                 Err(e) => {
                     return Err(ReadError::Line {
-                        path: path.clone(),
+                        path: path.to_path_buf(),
                         line: i + 1,
                         message: e.to_string(),
                     })
                 }
             }
         }
+        complete += line.len();
     }
-    Ok(entries)
+    Ok((records, complete))
 }
 
 #[cfg(test)]

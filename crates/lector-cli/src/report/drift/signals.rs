@@ -1,7 +1,8 @@
 //! The drift signals: each measurement compared between the two windows, tested, and flagged.
 
 use super::measure::Measured;
-use super::stats::{fisher_exact, kolmogorov_smirnov, mean, median, TestResult};
+use lector_eval::stats::mean;
+use lector_eval::stats::two_sample::{fisher_exact, kolmogorov_smirnov, median, TestResult};
 
 /// Fewest values a window needs for a signal (and asks for a window) to be compared at all.
 pub const MIN_VALUES: usize = 5;

@@ -63,6 +63,17 @@ fn set_precision(flag: Option<Precision>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Rust ignores SIGPIPE, so printing into a closed pipe (`lector search ... | head`) fails with
+/// an error and a panic in `println!`; a command-line tool should end quietly there instead,
+/// as `cat` does.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any thread exists; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Evaluate predictions: SQuAD EM/F1, ROUGE, retrieval metrics, paired comparisons.
@@ -96,6 +107,7 @@ enum Command {
 }
 
 fn main() {
+    restore_sigpipe();
     let cli = Cli::parse();
     let result = set_precision(cli.precision).and_then(|()| match cli.command {
         Command::Eval(cmd) => eval::run(cmd),

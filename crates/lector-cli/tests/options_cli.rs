@@ -64,3 +64,37 @@ fn impossible_numbers_are_refused_with_the_option_named() {
     // Nothing was created by a refused command.
     assert!(!dir.path().join("index").exists());
 }
+
+/// `lector ... | head` closes the pipe early: lector must end as `cat` does (killed by SIGPIPE,
+/// silently), not panic in `println!`.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_lector_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let sample = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../samples/squad-v1.1-sample.json"
+    );
+    let added = Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args(["index", "add", sample, "--index"])
+        .arg(&index)
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{added:?}");
+    let mut search = Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args(["search", "Super Bowl", "--index"])
+        .arg(&index)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(search.stdout.take()); // the reader is gone before lector writes
+    let out = search.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    const SIGPIPE: i32 = 13; // on Linux and the BSDs
+    assert_eq!(out.status.signal(), Some(SIGPIPE), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -5,8 +5,8 @@ use crate::index::IndexDir;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use lector_index::Index;
-use lector_server::label::{export_squad, read_labels, Export, LABELS_FILE};
-use lector_server::querylog::read_log;
+use lector_querylog::label::{export_squad, read_labels, Export, LABELS_FILE};
+use lector_querylog::read_log;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 

@@ -7,7 +7,7 @@ use clap::Args;
 use lector_generate::Generator;
 use lector_index::{Index, IndexSettings, IndexWriter};
 use lector_pipeline::Built;
-use lector_server::querylog::LogConfig;
+use lector_querylog::LogConfig;
 use lector_server::{ApiKey, AppState, Config, Limits};
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{dense_index, fails, lector, ok, sample};
-use lector_server::querylog::{
+use lector_querylog::{
     AskRecord, AskSettings, Entry, FeedbackRecord, LoggedAnswer, LoggedPassage, LoggedTimings,
     Verdict,
 };

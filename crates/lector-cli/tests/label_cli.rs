@@ -7,8 +7,8 @@
 mod common;
 
 use common::{browser_or_skip, dump_dom, get_json, http, index, lector, ok, serve, Server};
-use lector_server::label::read_labels;
-use lector_server::querylog::{read_log, Entry};
+use lector_querylog::label::read_labels;
+use lector_querylog::{read_log, Entry};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -9,7 +9,9 @@
 //! - [`paired`]: two systems' per-question scores paired by question id.
 //! - [`report`]: self-contained HTML reports with inline SVG charts.
 //! - [`data`]: where the shared evaluation data lives (one place for tests and benchmarks).
+//! - [`canary`]: a labelled question set re-asked and compared with a stored baseline, with bounds.
 
+pub mod canary;
 pub mod data;
 pub mod error;
 pub mod hotpot;

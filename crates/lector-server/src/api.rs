@@ -10,7 +10,6 @@ use crate::error::ApiError;
 use crate::generative::{self, GenerativeAsk};
 use crate::limit::{blocking, MAX_K};
 use crate::metrics::AnswerSignals;
-use crate::querylog::{self, AskSettings, Entry};
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, Request, State};
@@ -19,6 +18,7 @@ use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
 use lector_index::{AddOutcome, Document, Mode, SearchOptions};
 use lector_pipeline::{AskOptions, Response};
+use lector_querylog::{AskSettings, Entry};
 use lector_reader::ReadParams;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -220,7 +220,7 @@ pub async fn ask(
     }
     let options = ask_options(&request, search)?;
     let shared = state.clone();
-    let id = querylog::request_id();
+    let id = lector_querylog::request_id();
     let response_id = id.clone();
     let out = state
         .gate
@@ -375,7 +375,7 @@ fn record_extractive(
     };
     let total_ms = started.elapsed().as_secs_f64() * 1000.0;
     state.log(|redact| {
-        Entry::Ask(querylog::extractive_record(
+        Entry::Ask(lector_querylog::extractive_record(
             request_id, settings, response, total_ms, redact,
         ))
     });

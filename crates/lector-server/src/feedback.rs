@@ -3,11 +3,11 @@
 
 use crate::api::parse_json;
 use crate::error::ApiError;
-use crate::querylog::{self, Entry, FeedbackRecord, Verdict};
 use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::Json;
+use lector_querylog::{Entry, FeedbackRecord, Verdict};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -58,9 +58,9 @@ pub async fn feedback(
     state.metrics.record_feedback(verdict);
     let response = json!({"request_id": feedback.request_id, "verdict": verdict});
     state.log(|redact| {
-        let mask = |text: Option<String>| text.map(|t| querylog::masked(&t, redact).0);
+        let mask = |text: Option<String>| text.map(|t| lector_querylog::masked(&t, redact).0);
         Entry::Feedback(FeedbackRecord {
-            time: querylog::time::format(SystemTime::now()),
+            time: lector_querylog::time::format(SystemTime::now()),
             request_id: feedback.request_id,
             verdict: feedback.verdict,
             correct_answer: mask(feedback.correct_answer),
@@ -71,7 +71,7 @@ pub async fn feedback(
 }
 
 fn check(feedback: &FeedbackRequest) -> Result<(), ApiError> {
-    if !querylog::is_request_id(&feedback.request_id) {
+    if !lector_querylog::is_request_id(&feedback.request_id) {
         return Err(ApiError::bad_request(format!(
             "`request_id` `{}` is not an id this server issues (16 hexadecimal digits, from an ask's response)",
             feedback.request_id.chars().take(40).collect::<String>()

@@ -9,9 +9,6 @@ use crate::api::with_request_id;
 use crate::error::ApiError;
 use crate::limit::Admission;
 use crate::metrics::AnswerSignals;
-use crate::querylog::{
-    self, AskRecord, AskSettings, Entry, LoggedAnswer, LoggedPassage, LoggedTimings,
-};
 use crate::state::AppState;
 use crate::stream::{self, json_event, Progress, Reporter};
 use axum::response::sse::Event;
@@ -20,6 +17,7 @@ use axum::Json;
 use lector_generate::grounded::{self, Passage};
 use lector_generate::{Decoding, FinishReason, GenerateOptions, Generator};
 use lector_index::SearchOptions;
+use lector_querylog::{AskRecord, AskSettings, Entry, LoggedAnswer, LoggedPassage, LoggedTimings};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -50,7 +48,7 @@ pub async fn ask(
     let generator = state.generator()?;
     let stream = ask.stream;
     let shared = state.clone();
-    let id = querylog::request_id();
+    let id = lector_querylog::request_id();
     let response_id = id.clone();
     let running = stream::start(&state, admission, move |reporter| {
         let (mut out, passages) = answer(&shared, generator.as_ref(), &ask, reporter)?;
@@ -100,9 +98,9 @@ fn record(
     });
     let total_ms = started.elapsed().as_secs_f64() * 1000.0;
     state.log(|redact| {
-        let (question, redacted) = querylog::masked(&ask.question, redact);
+        let (question, redacted) = lector_querylog::masked(&ask.question, redact);
         Entry::Ask(AskRecord {
-            time: querylog::time::format(SystemTime::now()),
+            time: lector_querylog::time::format(SystemTime::now()),
             request_id: request_id.to_string(),
             question,
             redacted,
@@ -219,7 +217,7 @@ fn answer(
         "generated_tokens": t.generated_tokens,
         "generate_ms": t.generate_ms,
     });
-    Ok((out, hits.iter().map(querylog::logged).collect()))
+    Ok((out, hits.iter().map(lector_querylog::logged).collect()))
 }
 
 /// Generation settings from a request's OpenAI-style fields: greedy without a `temperature` or

@@ -35,6 +35,9 @@
 //! commit, later requests see the new documents. Asks read an immutable snapshot, so a write
 //! never waits for asks in flight, which finish on the snapshot they started with (see
 //! [`state`]).
+//!
+//! With a query log ([`Config::query_log`]), asks and feedback are logged and labels stored through
+//! [`lector_querylog`], which holds the log's records, its writer and the labels.
 
 pub mod access;
 pub mod api;
@@ -47,7 +50,6 @@ pub mod generative;
 pub mod label;
 pub mod limit;
 pub mod metrics;
-pub mod querylog;
 pub mod state;
 pub mod stream;
 

@@ -10,10 +10,10 @@ use crate::access::ApiKey;
 use crate::error::ApiError;
 use crate::limit::{Gate, Limits};
 use crate::metrics::{Gauges, LogLines, Metrics};
-use crate::querylog::{Entry, QueryLog};
 use lector_generate::Generator;
 use lector_index::{CommitInfo, Embedder, Index, IndexWriter, SearchOptions};
 use lector_pipeline::Pipeline;
+use lector_querylog::{Entry, QueryLog};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
@@ -36,7 +36,7 @@ pub struct Config {
     pub limits: Limits,
     /// Log every ask and feedback here (`None`: no log, and `POST /v1/feedback` and the
     /// labelling routes answer 404).
-    pub query_log: Option<crate::querylog::LogConfig>,
+    pub query_log: Option<lector_querylog::LogConfig>,
 }
 
 impl Config {

@@ -6,8 +6,8 @@ mod common;
 use common::workspace;
 use lector_index::{Mode, SearchOptions};
 use lector_pipeline::Pipeline;
+use lector_querylog::{Entry, LogConfig, Verdict};
 use lector_reader::Reader;
-use lector_server::querylog::{self, Entry, LogConfig, Verdict};
 use lector_server::{AppState, Config, Limits};
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -28,7 +28,7 @@ impl Server {
         Server::start_with(limits, api_key, None)
     }
 
-    /// A server that logs queries into `log` (see [`lector_server::querylog`]).
+    /// A server that logs queries into `log` (see [`lector_querylog`]).
     fn start_with(limits: Limits, api_key: Option<&str>, log: Option<LogConfig>) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let writer = common::sample_writer(dir.path());
@@ -568,7 +568,7 @@ fn asks_and_feedback_are_logged_with_request_ids_and_redacted() {
     assert_eq!(status, 200, "{text}");
     let out: Value = serde_json::from_str(&text).unwrap();
     let id = out["request_id"].as_str().unwrap().to_string();
-    assert!(querylog::is_request_id(&id), "{id}");
+    assert!(lector_querylog::is_request_id(&id), "{id}");
     assert!(
         head.to_ascii_lowercase()
             .contains(&format!("x-request-id: {id}")),
@@ -617,7 +617,7 @@ fn asks_and_feedback_are_logged_with_request_ids_and_redacted() {
     assert!(server.metric("lector_ask_stage_seconds_count{stage=\"read\"} ") >= Some(1.0));
     drop(server); // shutting down writes the log out
 
-    let entries = querylog::read_log(logs.path()).unwrap();
+    let entries = lector_querylog::read_log(logs.path()).unwrap();
     assert_eq!(entries.len(), 3, "{entries:?}");
     let Entry::Ask(ask) = &entries[0] else {
         panic!("{:?}", entries[0])

@@ -2,16 +2,11 @@
 //! when answer quality moved beyond a bound from a stored baseline, so that a re-index, a new
 //! model or a configuration change is caught before users notice.
 //!
-//! The questions are a SQuAD v1.1 or v2.0 file; every question is asked, unanswerable ones
-//! included, and scored with the official rules (v2.0: an abstention is the empty answer, right
-//! on an unanswerable question). Answers come from a local index through the pipeline
-//! `lector ask` builds (`--index`), or from a running `lector serve` (`--against`).
-//!
-//! `--write-baseline` stores the questions file's sha256, the settings, the scores and every
-//! answer. Otherwise the run is compared with that baseline: the alarm goes off when F1 fell by
-//! more than `--max-f1-drop` points, or the abstention rate moved either way by more than
-//! `--max-abstain-change` points. Errors (a missing baseline, one of another questions file, an
-//! unreachable server) exit 2 like every other error, so an alarm is never confused with them.
+//! The baseline, its checks and the comparison are [`lector_eval::canary`]'s; this asks the
+//! questions, from a local index through the pipeline `lector ask` builds (`--index`), or from a
+//! running `lector serve` (`--against`), and prints. Errors (a missing baseline, one of another
+//! questions file, an unreachable server) exit 2 like every other error, so an alarm is never
+//! confused with them.
 
 use crate::ask::open_pipeline;
 use crate::search::{RerankOptions, RetrievalOptions};
@@ -19,25 +14,20 @@ use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::ProgressBar;
-use lector_eval::squad::{self, Dataset, NoAnswer, QuestionScore};
+use lector_eval::canary::{
+    self, Answers, Baseline, Bounds, Change, Check, QuestionSet, Run, Scores,
+    DEFAULT_MAX_ABSTAIN_CHANGE, DEFAULT_MAX_F1_DROP,
+};
+use lector_eval::squad::Dataset;
 use lector_pipeline::config::reader_name;
 use lector_pipeline::{AskOptions, Built, Response, Stage};
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The default bound on the F1 drop, in points of 100.
-pub const DEFAULT_MAX_F1_DROP: f64 = 2.0;
-/// The default bound on the abstention-rate change (either way), in points of 100.
-pub const DEFAULT_MAX_ABSTAIN_CHANGE: f64 = 5.0;
-/// What a baseline file's `format` says.
-const BASELINE_FORMAT: &str = "lector-canary-baseline/1";
 /// Changed answers shown in the table (`--json` lists them all).
 const CHANGES_SHOWN: usize = 5;
-/// Differences below this are rounding, not a move past a bound.
-const EPSILON: f64 = 1e-9;
 
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["against", "index"])))]
@@ -84,80 +74,6 @@ pub struct CanaryArgs {
     json: bool,
 }
 
-/// The questions asked, with the digest that ties a baseline to them.
-struct QuestionSet {
-    path: PathBuf,
-    sha256: String,
-    dataset: Dataset,
-}
-
-/// Headline scores of one run, in points of 100.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct Scores {
-    pub questions: usize,
-    pub exact: f64,
-    pub f1: f64,
-    /// Questions without an answer.
-    pub abstained: usize,
-    /// Their share of all questions.
-    pub abstention_rate: f64,
-}
-
-/// The answers of one run ("" for an abstention, in question order) and how they were obtained.
-struct Answers {
-    texts: Vec<String>,
-    /// Where they came from: `{"index": DIR}` or `{"url": URL}` (not compared).
-    source: Map<String, Value>,
-    /// What shapes the answers (compared with the baseline's, as notes).
-    settings: Map<String, Value>,
-    seconds: f64,
-}
-
-/// This run: its questions, answers and scores.
-struct Run {
-    questions: QuestionSet,
-    answers: Answers,
-    scores: Scores,
-    per_question: Vec<QuestionScore>,
-}
-
-/// A stored run to compare later runs with.
-#[derive(Serialize, Deserialize)]
-struct Baseline {
-    format: String,
-    questions_file: String,
-    questions_sha256: String,
-    lector_version: String,
-    created_unix: u64,
-    source: Map<String, Value>,
-    settings: Map<String, Value>,
-    scores: Scores,
-    /// Question id -> answer ("" abstained), the SQuAD predictions format.
-    predictions: Map<String, Value>,
-}
-
-/// One bound checked against the baseline.
-#[derive(Serialize)]
-struct Check {
-    check: &'static str,
-    baseline: f64,
-    current: f64,
-    change: f64,
-    bound: f64,
-    failed: bool,
-}
-
-/// A question answered differently from the baseline.
-#[derive(Serialize)]
-struct Change {
-    id: String,
-    question: String,
-    baseline: String,
-    current: String,
-    f1_baseline: f64,
-    f1_current: f64,
-}
-
 pub fn run(args: &CanaryArgs) -> Result<()> {
     if args.against.is_some() && args.rerank.rerank.is_some() {
         bail!("--rerank applies to --index; a server reranks as it was started");
@@ -177,13 +93,7 @@ pub fn run(args: &CanaryArgs) -> Result<()> {
         (None, Some(dir)) => ask_index(dir, args, &questions.dataset)?,
         (None, None) => bail!("give --index DIR or --against URL"),
     };
-    let (scores, per_question) = score(&questions.dataset, &answers.texts)?;
-    let run = Run {
-        questions,
-        answers,
-        scores,
-        per_question,
-    };
+    let run = Run::new(questions, answers)?;
     match baseline {
         None => {
             Baseline::new(&run).write(&baseline_path)?;
@@ -199,33 +109,6 @@ fn default_baseline_path(questions: &Path) -> PathBuf {
         .file_stem()
         .map_or_else(|| "questions".into(), |s| s.to_string_lossy().into_owned());
     questions.with_file_name(format!("{stem}.baseline.json"))
-}
-
-impl QuestionSet {
-    fn read(path: &Path) -> Result<QuestionSet> {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let dataset = squad::read_dataset(path)?;
-        if dataset.questions.is_empty() {
-            bail!("{}: no questions", path.display());
-        }
-        if let Some(q) = dataset
-            .questions
-            .iter()
-            .find(|q| q.question.trim().is_empty())
-        {
-            bail!("{}: question `{}` is empty", path.display(), q.id);
-        }
-        Ok(QuestionSet {
-            path: path.to_path_buf(),
-            sha256: lector_models::registry::sha256_hex(&bytes),
-            dataset,
-        })
-    }
-
-    fn questions(&self) -> &[squad::Question] {
-        &self.dataset.questions
-    }
 }
 
 /// Every question through the local pipeline, read in one batch as `lector eval odqa` does.
@@ -405,132 +288,19 @@ fn progress_bar(total: u64, message: &'static str) -> ProgressBar {
     bar
 }
 
-/// The official SQuAD scores of `answers` (one per question, "" abstained), and per question.
-fn score(dataset: &Dataset, answers: &[String]) -> Result<(Scores, Vec<QuestionScore>)> {
-    let predictions: squad::Predictions = dataset
-        .questions
-        .iter()
-        .zip(answers)
-        .map(|(q, a)| (q.id.clone(), a.clone()))
-        .collect();
-    let questions = squad::evaluate(dataset, &predictions, &NoAnswer::default())?.questions;
-    let n = questions.len().max(1) as f64;
-    let mean = |f: fn(&QuestionScore) -> f64| 100.0 * questions.iter().map(f).sum::<f64>() / n;
-    let abstained = answers.iter().filter(|a| a.is_empty()).count();
-    let scores = Scores {
-        questions: questions.len(),
-        exact: mean(|q| q.em),
-        f1: mean(|q| q.f1),
-        abstained,
-        abstention_rate: 100.0 * abstained as f64 / n,
-    };
-    Ok((scores, questions))
-}
-
-impl Baseline {
-    fn new(run: &Run) -> Baseline {
-        let (questions, answers) = (&run.questions, &run.answers);
-        let predictions = questions
-            .questions()
-            .iter()
-            .zip(&answers.texts)
-            .map(|(q, a)| (q.id.clone(), Value::String(a.clone())))
-            .collect();
-        let created_unix = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        Baseline {
-            format: BASELINE_FORMAT.into(),
-            questions_file: questions.path.display().to_string(),
-            questions_sha256: questions.sha256.clone(),
-            lector_version: env!("CARGO_PKG_VERSION").into(),
-            created_unix,
-            source: answers.source.clone(),
-            settings: answers.settings.clone(),
-            scores: run.scores,
-            predictions,
-        }
-    }
-
-    /// Reads the baseline at `path` and checks that it was made from `questions`.
-    fn read(path: &Path, questions: &QuestionSet) -> Result<Baseline> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-                "no baseline at {}: make one with --write-baseline (or name it with --baseline)",
-                path.display()
-            ),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        let baseline: Baseline = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a lector canary baseline", path.display()))?;
-        if baseline.format != BASELINE_FORMAT {
-            bail!(
-                "{}: format `{}`, expected `{BASELINE_FORMAT}`",
-                path.display(),
-                baseline.format
-            );
-        }
-        if baseline.questions_sha256 != questions.sha256 {
-            bail!(
-                "{} is the baseline of another questions file ({}, sha256 {}), not of {} (sha256 {}): \
-                 give its questions, or write a new baseline with --write-baseline",
-                path.display(),
-                baseline.questions_file,
-                baseline.questions_sha256,
-                questions.path.display(),
-                questions.sha256
-            );
-        }
-        Ok(baseline)
-    }
-
-    /// Writes through a temporary file, so that an interrupted run leaves the old baseline.
-    fn write(&self, path: &Path) -> Result<()> {
-        let mut name = path.as_os_str().to_owned();
-        name.push(".tmp");
-        let temp = PathBuf::from(name);
-        let text = serde_json::to_string_pretty(self)? + "\n";
-        std::fs::write(&temp, text)
-            .and_then(|()| std::fs::rename(&temp, path))
-            .with_context(|| format!("cannot write {}", path.display()))
-    }
-
-    /// The baseline's answer to every question of `questions`, in their order.
-    fn answers(&self, path: &Path, questions: &QuestionSet) -> Result<Vec<String>> {
-        questions
-            .questions()
-            .iter()
-            .map(|q| match self.predictions.get(&q.id) {
-                Some(Value::String(a)) => Ok(a.clone()),
-                Some(_) => bail!(
-                    "{}: the answer to `{}` is not a string",
-                    path.display(),
-                    q.id
-                ),
-                None => bail!("{}: no answer to question `{}`", path.display(), q.id),
-            })
-            .collect()
-    }
-}
-
 /// Compares `run` with the baseline at `path`: reports, and exits with code 1 on an alarm.
 fn compare(run: &Run, baseline: &Baseline, path: &Path, args: &CanaryArgs) -> Result<()> {
     let (questions, answers, scores) = (&run.questions, &run.answers, &run.scores);
-    let before = baseline.answers(path, questions)?;
-    let (_, before_scores) = score(&questions.dataset, &before)?;
-    let checks = checks(&baseline.scores, scores, args);
-    let changes = changes(
-        questions,
-        &before,
-        &answers.texts,
-        &before_scores,
-        &run.per_question,
-    );
-    for note in setting_changes(&baseline.settings, &answers.settings, "") {
+    let bounds = Bounds {
+        max_f1_drop: args.max_f1_drop,
+        max_abstain_change: args.max_abstain_change,
+    };
+    let comparison = canary::compare(run, baseline, path, bounds)?;
+    let (checks, changes) = (&comparison.checks, &comparison.changes);
+    for note in &comparison.setting_changes {
         eprintln!("note: a setting differs from the baseline's: {note}");
     }
-    let failed: Vec<&Check> = checks.iter().filter(|c| c.failed).collect();
+    let failed = comparison.failed();
     if args.json {
         let out = json!({
             "questions_file": questions.path.display().to_string(),
@@ -547,8 +317,8 @@ fn compare(run: &Run, baseline: &Baseline, path: &Path, args: &CanaryArgs) -> Re
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_header(questions, answers);
-        print_comparison(&baseline.scores, scores, &checks);
-        print_changes(&changes, scores.questions);
+        print_comparison(&baseline.scores, scores, checks);
+        print_changes(changes, scores.questions);
     }
     if failed.is_empty() {
         if !args.json {
@@ -562,30 +332,6 @@ fn compare(run: &Run, baseline: &Baseline, path: &Path, args: &CanaryArgs) -> Re
     // An alarm is exit code 1, apart from errors (2): flush first, the process ends here.
     std::io::stdout().flush().ok();
     std::process::exit(1)
-}
-
-/// The bounded checks: F1 may not fall, and the abstention rate may not move, beyond its bound.
-fn checks(baseline: &Scores, current: &Scores, args: &CanaryArgs) -> Vec<Check> {
-    let f1_change = current.f1 - baseline.f1;
-    let abstain_change = current.abstention_rate - baseline.abstention_rate;
-    vec![
-        Check {
-            check: "f1_drop",
-            baseline: baseline.f1,
-            current: current.f1,
-            change: f1_change,
-            bound: args.max_f1_drop,
-            failed: -f1_change > args.max_f1_drop + EPSILON,
-        },
-        Check {
-            check: "abstention_change",
-            baseline: baseline.abstention_rate,
-            current: current.abstention_rate,
-            change: abstain_change,
-            bound: args.max_abstain_change,
-            failed: abstain_change.abs() > args.max_abstain_change + EPSILON,
-        },
-    ]
 }
 
 fn alarm_text(check: &Check) -> String {
@@ -605,58 +351,6 @@ fn alarm_text(check: &Check) -> String {
             fmt2(check.bound)
         ),
     }
-}
-
-/// The questions answered differently, those that lost the most F1 first.
-fn changes(
-    questions: &QuestionSet,
-    before: &[String],
-    after: &[String],
-    before_scores: &[QuestionScore],
-    after_scores: &[QuestionScore],
-) -> Vec<Change> {
-    let mut changes: Vec<Change> = questions
-        .questions()
-        .iter()
-        .zip(before.iter().zip(after))
-        .zip(before_scores.iter().zip(after_scores))
-        .filter(|((_, (b, a)), _)| b != a)
-        .map(|((q, (b, a)), (sb, sa))| Change {
-            id: q.id.clone(),
-            question: q.question.clone(),
-            baseline: b.clone(),
-            current: a.clone(),
-            f1_baseline: 100.0 * sb.f1,
-            f1_current: 100.0 * sa.f1,
-        })
-        .collect();
-    changes.sort_by(|x, y| {
-        let loss = |c: &Change| c.f1_baseline - c.f1_current;
-        loss(y).total_cmp(&loss(x))
-    });
-    changes
-}
-
-/// `key: before -> after` for every setting both runs record with different values (nested
-/// objects by their dotted path); settings only one side records are not comparable.
-fn setting_changes(
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-    prefix: &str,
-) -> Vec<String> {
-    let mut notes = Vec::new();
-    for (key, old) in before {
-        let Some(new) = after.get(key) else { continue };
-        let path = format!("{prefix}{key}");
-        match (old, new) {
-            (Value::Object(o), Value::Object(n)) => {
-                notes.extend(setting_changes(o, n, &format!("{path}.")));
-            }
-            _ if old != new => notes.push(format!("{path}: {old} -> {new}")),
-            _ => {}
-        }
-    }
-    notes
 }
 
 fn describe_source(answers: &Answers) -> String {

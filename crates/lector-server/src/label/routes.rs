@@ -4,14 +4,9 @@
 //! holding the open label store behind a lock, so labels from concurrent requests are appended
 //! one at a time, and the parsed query log, read again only when a log file's size changes.
 
-use super::export::char_slice;
-use super::sample::{margin, order, Sample};
-use super::store::{Label, LabelCounts, LabelStore, LabelVerdict};
 use crate::api::parse_json;
 use crate::error::ApiError;
 use crate::limit::blocking;
-use crate::querylog::record::log_files;
-use crate::querylog::{read_log, AskRecord, Entry, LoggedPassage, Verdict};
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, Request, State};
@@ -19,6 +14,11 @@ use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use lector_index::Index;
+use lector_querylog::label::{
+    char_slice, margin, order, Label, LabelCounts, LabelStore, LabelVerdict, Sample,
+};
+use lector_querylog::record::log_files;
+use lector_querylog::{read_log, AskRecord, Entry, LoggedPassage, Verdict};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -244,7 +244,7 @@ fn checked_label(index: &Index, ask: &AskRecord, request: LabelRequest) -> Resul
         || request.end.is_some()
         || request.text.is_some();
     let mut label = Label {
-        time: crate::querylog::time::format(SystemTime::now()),
+        time: lector_querylog::time::format(SystemTime::now()),
         request_id: request.request_id,
         question: ask.question.clone(),
         verdict: request.verdict,

@@ -1,10 +1,9 @@
 //! The drift report as a table, as JSON, and as an HTML page with before/after histograms.
 
-use super::signals::{Compared, Kind, Side, Signal};
-use super::{Drift, Window};
 use crate::table::{fmt_prob, print_table};
 use lector_eval::report::Report;
-use lector_server::querylog::time;
+use lector_querylog::drift::{Compared, Drift, Kind, Side, Signal, Window};
+use lector_querylog::time;
 use serde_json::{json, Value};
 
 /// Bins of the HTML histograms.

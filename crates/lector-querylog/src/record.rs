@@ -20,11 +20,11 @@ pub enum Entry {
 /// A question asked over `POST /v1/ask` and its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AskRecord {
-    /// When the answer was sent: RFC 3339, UTC, milliseconds ([`super::time::format`]).
+    /// When the answer was sent: RFC 3339, UTC, milliseconds ([`crate::time::format`]).
     pub time: String,
     /// The id the client received (`request_id` in the body, `x-request-id` header).
     pub request_id: String,
-    /// The question, masked when the server redacts ([`super::redact`]).
+    /// The question, masked when the server redacts ([`crate::redact`]).
     pub question: String,
     /// Whether redaction masked anything in the question.
     pub redacted: bool,

@@ -1,9 +1,9 @@
 //! What the drift report measures of each logged ask, on its own and against the index.
 
-use anyhow::{Context, Result};
+use super::DriftError;
+use crate::AskRecord;
 use lector_index::{Embedder, Index, Retriever, DEFAULT_EF};
 use lector_pipeline::RetrievalConfig;
-use lector_server::querylog::AskRecord;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,14 +36,19 @@ pub struct Probe {
 
 impl Probe {
     /// Opens the index at `dir` and, when it keeps passage vectors, loads its embedder
-    /// (`embedder`, else the registry's, as `lector search` does).
-    pub fn open(dir: &Path, embedder: Option<PathBuf>) -> Result<Probe> {
+    /// (`embedder`, else the registry's, as `lector search` does); `notify` hears about
+    /// downloads and other slow steps of loading it.
+    pub fn open(
+        dir: &Path,
+        embedder: Option<PathBuf>,
+        notify: &dyn Fn(&str),
+    ) -> Result<Probe, DriftError> {
         let index = Index::open(dir)?;
         let config = RetrievalConfig {
             embedder,
             ..RetrievalConfig::default()
         };
-        let embedder = config.embedder_for(&index, &crate::search::notify)?;
+        let embedder = config.embedder_for(&index, notify)?;
         Ok(Probe {
             index,
             embedder,
@@ -76,7 +81,7 @@ impl Probe {
 
     /// The cosine similarity of the passage nearest to `question` (`None`: no vectors, or an
     /// empty index). Repeated questions are embedded once.
-    fn nearest(&mut self, question: &str) -> Result<Option<f64>> {
+    fn nearest(&mut self, question: &str) -> Result<Option<f64>, DriftError> {
         let Some(embedder) = &self.embedder else {
             return Ok(None);
         };
@@ -88,7 +93,10 @@ impl Probe {
             .dense(Some(embedder.as_ref()), Some(DEFAULT_EF))?;
         let similarity = dense
             .retrieve(question, 1)
-            .with_context(|| format!("embedding the question `{question}`"))?
+            .map_err(|source| DriftError::Embed {
+                question: question.to_string(),
+                source,
+            })?
             .first()
             .map(|hit| hit.score);
         self.nearest.insert(question.to_string(), similarity);
@@ -97,7 +105,7 @@ impl Probe {
 }
 
 /// Measures `ask`, against `probe` when there is an index.
-pub fn measure(ask: &AskRecord, probe: Option<&mut Probe>) -> Result<Measured> {
+pub fn measure(ask: &AskRecord, probe: Option<&mut Probe>) -> Result<Measured, DriftError> {
     let (oov, nearest) = match probe {
         Some(probe) => (
             Some(probe.oov(&ask.question)),

@@ -7,9 +7,9 @@
 //! `max_file_age`; beyond `max_files` files the oldest are deleted. Lines reach the operating
 //! system whenever the queue runs empty (no fsync: a power loss may take the last lines).
 
-use super::record::{log_files, sequence_of, Entry, ReadError};
-use super::time;
-use super::LogConfig;
+use crate::record::{log_files, sequence_of, Entry, ReadError};
+use crate::time;
+use crate::LogConfig;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -225,7 +225,7 @@ fn existing(dir: &Path) -> io::Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::querylog::record::{read_log, FeedbackRecord, Verdict};
+    use crate::record::{read_log, FeedbackRecord, Verdict};
     use std::time::Duration;
 
     fn feedback(i: usize) -> Entry {

@@ -6,7 +6,7 @@
 //! (the server killed while writing it, never acknowledged) is skipped when reading, and cut off
 //! when the store is opened for appending, so the next label starts on a line of its own.
 
-use crate::querylog::record::parse_json_lines;
+use crate::record::parse_json_lines;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -72,7 +72,7 @@ pub enum LabelError {
     /// A line of the label file that does not parse (file and line named), or a query log
     /// that cannot be read.
     #[error(transparent)]
-    Log(#[from] crate::querylog::ReadError),
+    Log(#[from] crate::ReadError),
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LabelError + '_ {

@@ -6,7 +6,7 @@
 //! longest-skipped first, so skipping again walks through them instead of repeating one.
 
 use super::store::{Label, LabelVerdict};
-use crate::querylog::{AskRecord, Entry, Verdict};
+use crate::{AskRecord, Entry, Verdict};
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
@@ -291,9 +291,7 @@ fn shuffle_key(seed: u64, request_id: &str) -> u64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::querylog::{
-        AskSettings, FeedbackRecord, LoggedAnswer, LoggedCandidate, LoggedTimings,
-    };
+    use crate::{AskSettings, FeedbackRecord, LoggedAnswer, LoggedCandidate, LoggedTimings};
 
     /// An extractive ask: answered with `score` when given, else abstained.
     pub(crate) fn ask(id: &str, question: &str, na_prob: f64, scores: &[f64]) -> AskRecord {

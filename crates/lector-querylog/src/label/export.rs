@@ -9,7 +9,7 @@
 //! the system looked); without a logged ask or passage for it, it is left out with a warning.
 
 use super::store::{latest, Label, LabelVerdict};
-use crate::querylog::{AskRecord, Entry};
+use crate::{AskRecord, Entry};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -193,7 +193,7 @@ fn unanswerable<'a>(
 mod tests {
     use super::*;
     use crate::label::sample::tests::ask;
-    use crate::querylog::LoggedPassage;
+    use crate::LoggedPassage;
 
     const DOC: &str = "Ça 🏝 commence à Zürich: le lac de Zürich est grand.";
 

@@ -1,7 +1,19 @@
-//! The query log (`lector serve --log-queries DIR`): one JSON line per ask and per feedback, in
-//! files rotated by size and age, written by a background thread so that logging never slows
-//! or fails an ask (a full queue drops the line and counts it in `/metrics`).
+//! lector-querylog: the query log (`lector serve --log-queries DIR`) and what is made from it.
+//!
+//! - [`record`]: the log's lines (one JSON object per ask and per feedback) and their reader.
+//! - [`writer`]: the background writer, rotating files by size and age, so that logging never
+//!   slows or fails an ask (a full queue drops the line and counts it in `/metrics`).
+//! - [`redact`]: masking personal data in logged text; [`time`]: the log's time stamps.
+//! - [`label`]: labels made on the labelling page, which logged question to label next, and
+//!   their export as SQuAD v2.0 training data.
+//! - [`drift`]: whether the questions, and how they are answered, changed between two windows
+//!   of the log (`lector report drift`).
+//!
+//! The records of an ask are built here from a pipeline [`Response`] ([`extractive_record`]);
+//! the HTTP routes that write and label them are in `lector-server`.
 
+pub mod drift;
+pub mod label;
 pub mod record;
 pub mod redact;
 pub mod time;
@@ -16,7 +28,7 @@ pub use writer::QueryLog;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Where and how the server logs questions ([`crate::Config::query_log`]).
+/// Where and how the server logs questions (`lector_server::Config::query_log`).
 #[derive(Debug, Clone)]
 pub struct LogConfig {
     /// The directory of the log files (created if missing); labels made on the labelling page

@@ -8,6 +8,7 @@
 
 use crate::access::ApiKey;
 use crate::error::ApiError;
+use crate::label::routes::Labelling;
 use crate::limit::{Gate, Limits};
 use crate::metrics::{Gauges, LogLines, Metrics};
 use lector_generate::Generator;
@@ -69,6 +70,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// The query log, when the server logs (`config.query_log`).
     query_log: Option<QueryLog>,
+    /// The labels of the logged questions (with the query log).
+    labelling: Option<Arc<Labelling>>,
     /// The settings.
     pub config: Config,
     read_only: bool,
@@ -112,6 +115,10 @@ impl AppState {
             generator: None,
             gate: Gate::new(config.limits),
             metrics: Metrics::default(),
+            labelling: config
+                .query_log
+                .as_ref()
+                .map(|log| Arc::new(Labelling::new(log.dir.clone()))),
             query_log,
             config,
             bound: OnceLock::new(),
@@ -217,6 +224,11 @@ impl AppState {
                 }
             }),
         }
+    }
+
+    /// The labelling state of the log; `None` when the server does not log.
+    pub fn labelling(&self) -> Option<&Arc<Labelling>> {
+        self.labelling.as_ref()
     }
 
     /// The query log; `None` when the server does not log.

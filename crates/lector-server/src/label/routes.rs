@@ -21,9 +21,8 @@ use lector_querylog::record::log_files;
 use lector_querylog::{read_log, AskRecord, Entry, LoggedPassage, Verdict};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 /// The labelling page.
@@ -117,26 +116,21 @@ struct CachedLog {
 }
 
 impl Labelling {
+    /// The labelling state of the log in `dir` (the store opens at first use).
+    pub fn new(dir: PathBuf) -> Self {
+        Labelling {
+            dir,
+            store: Mutex::new(None),
+            log: Mutex::new(CachedLog::default()),
+        }
+    }
+
     /// The labelling state of the server's log directory; 404 when it keeps no log.
     pub fn of(state: &AppState) -> Result<Arc<Labelling>, ApiError> {
-        let config = state.config.query_log.as_ref();
-        let dir = config
-            .ok_or_else(|| ApiError::not_found(NO_LOG))?
-            .dir
-            .clone();
-        static REGISTRY: OnceLock<Mutex<HashMap<PathBuf, Arc<Labelling>>>> = OnceLock::new();
-        let key = std::fs::canonicalize(&dir)
-            .or_else(|_| std::path::absolute(&dir))
-            .unwrap_or_else(|_| dir.clone());
-        let mut registry = lock(REGISTRY.get_or_init(Default::default));
-        let labelling = registry.entry(key).or_insert_with(|| {
-            Arc::new(Labelling {
-                dir,
-                store: Mutex::new(None),
-                log: Mutex::new(CachedLog::default()),
-            })
-        });
-        Ok(labelling.clone())
+        state
+            .labelling()
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(NO_LOG))
     }
 
     /// The log's entries, read again when a file was added, removed or grew.

@@ -5,10 +5,8 @@ use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use anyhow::{Context, Result};
 use clap::Args;
 use lector_generate::Generator;
-use lector_index::{Index, IndexSettings, IndexWriter};
-use lector_pipeline::Built;
 use lector_querylog::LogConfig;
-use lector_server::{ApiKey, AppState, Config, Limits};
+use lector_server::{ApiKey, Config, Limits, Opened};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -126,35 +124,25 @@ impl QueryLogOptions {
 
 pub fn run(args: ServeArgs) -> Result<()> {
     let dir = args.dir.path();
-    let writer = match args.read_only {
-        true => None,
-        false => Some(open_writer(&dir)?),
-    };
-    let index = match &writer {
-        Some(w) => w.committed().clone(),
-        None => Index::open(&dir)?,
-    };
-    let Built {
-        pipeline,
-        search,
-        embedder,
-        warnings,
-    } = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank)
-        .build(index, &notify)?;
-    for warning in &warnings {
-        eprintln!("warning: {warning}");
-    }
-    let config = Config {
-        api_key: api_key(&args)?,
+    let api_key = api_key(&args)?;
+    warn_if_exposed(args.addr, api_key.as_ref(), args.insecure_no_auth)?;
+    let config = |search| Config {
+        api_key,
         allowed_hosts: args.allowed_host.clone(),
         insecure_no_auth: args.insecure_no_auth,
         search,
         limits: limits(&args),
         query_log: args.log.config(),
     };
-    warn_if_exposed(args.addr, &config)?;
-    let stats = pipeline.index().stats();
-    let mut state = AppState::new(pipeline, writer, embedder, config)?;
+    let pipeline = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
+    let Opened {
+        mut state,
+        warnings,
+    } = lector_server::open(&dir, &pipeline, args.read_only, config, &notify)?;
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    let stats = state.pipeline().index().stats();
     if args.generate || args.generator_model.is_some() {
         let generator = crate::generate::load_local(args.generator_model.as_deref())?;
         eprintln!(
@@ -191,18 +179,6 @@ pub fn run(args: ServeArgs) -> Result<()> {
     })
 }
 
-/// The index's writer; a missing index is created empty (documents come over HTTP).
-fn open_writer(dir: &std::path::Path) -> Result<IndexWriter> {
-    match IndexWriter::open(dir) {
-        Err(lector_index::Error::NoIndex { .. }) => {
-            let writer = IndexWriter::open_or_create(dir, IndexSettings::default())?;
-            eprintln!("created an empty index at {}", dir.display());
-            Ok(writer)
-        }
-        opened => Ok(opened?),
-    }
-}
-
 /// `--api-key`, else `--api-key-file`, else `$LECTOR_API_KEY` (see [`ApiKey::from_sources`]).
 fn api_key(args: &ServeArgs) -> Result<Option<ApiKey>> {
     Ok(ApiKey::from_sources(
@@ -230,9 +206,13 @@ fn limits(args: &ServeArgs) -> Limits {
 
 /// Refuses to serve beyond loopback without a key (before the server itself would), and warns
 /// when --insecure-no-auth allows it.
-fn warn_if_exposed(addr: SocketAddr, config: &Config) -> Result<()> {
-    lector_server::access::check_exposure(addr, config.api_key.as_ref(), config.insecure_no_auth)?;
-    if !addr.ip().is_loopback() && config.api_key.is_none() {
+fn warn_if_exposed(
+    addr: SocketAddr,
+    api_key: Option<&ApiKey>,
+    insecure_no_auth: bool,
+) -> Result<()> {
+    lector_server::access::check_exposure(addr, api_key, insecure_no_auth)?;
+    if !addr.ip().is_loopback() && api_key.is_none() {
         eprintln!(
             "warning: listening on {addr}, beyond this machine, without an API key (--insecure-no-auth): anyone who can reach it can read and change the index"
         );

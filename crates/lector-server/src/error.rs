@@ -188,9 +188,12 @@ pub enum Error {
     /// Binding or serving the socket failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// The final commit at shutdown failed.
+    /// The index could not be opened, or the final commit at shutdown failed.
     #[error(transparent)]
     Index(#[from] lector_index::Error),
+    /// The pipeline could not be built (a model, a calibration, the retrieval settings).
+    #[error(transparent)]
+    Pipeline(#[from] lector_pipeline::Error),
     /// The API key could not be read, or is empty.
     #[error("{0}")]
     ApiKey(String),

@@ -38,6 +38,10 @@
 //!
 //! With a query log ([`Config::query_log`]), asks and feedback are logged and labels stored through
 //! [`lector_querylog`], which holds the log's records, its writer and the labels.
+//!
+//! [`open()`] builds a server's state from an index directory and a
+//! [`lector_pipeline::PipelineConfig`] (what `lector serve` does), so other programs can serve
+//! an index without the binary.
 
 pub mod access;
 pub mod api;
@@ -50,12 +54,14 @@ pub mod generative;
 pub mod label;
 pub mod limit;
 pub mod metrics;
+pub mod open;
 pub mod state;
 pub mod stream;
 
 pub use access::ApiKey;
 pub use error::{ApiError, Error};
 pub use limit::Limits;
+pub use open::{open, Opened};
 pub use state::{AppState, Config};
 
 use axum::extract::{MatchedPath, Request, State};

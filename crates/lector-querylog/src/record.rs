@@ -231,35 +231,41 @@ pub(crate) fn parse_json_lines<T: DeserializeOwned>(
     Ok((records, complete))
 }
 
+/// A logged extractive abstention (BM25, k 5, na_prob 0.9 against 0.5), for tests to adjust.
+#[cfg(test)]
+pub(crate) fn abstained_ask(id: &str, question: &str) -> AskRecord {
+    AskRecord {
+        time: "2026-12-02T13:00:00.000Z".into(),
+        request_id: id.into(),
+        question: question.into(),
+        redacted: false,
+        settings: AskSettings {
+            mode: "extractive".into(),
+            retrieval: "bm25".into(),
+            k: 5,
+            hops: 1,
+            vote: false,
+            prefer_recent: false,
+            rank_prior: 1.0,
+        },
+        answer: None,
+        abstention: Some("below_threshold".into()),
+        na_prob: Some(0.9),
+        threshold: Some(0.5),
+        confidence: Some(0.1),
+        runner_ups: vec![],
+        passages: vec![],
+        unsupported: vec![],
+        timings: LoggedTimings::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn ask(id: &str) -> Entry {
-        Entry::Ask(AskRecord {
-            time: "2026-12-02T13:00:00.000Z".into(),
-            request_id: id.into(),
-            question: "Who won?".into(),
-            redacted: false,
-            settings: AskSettings {
-                mode: "extractive".into(),
-                retrieval: "bm25".into(),
-                k: 5,
-                hops: 1,
-                vote: false,
-                prefer_recent: false,
-                rank_prior: 1.0,
-            },
-            answer: None,
-            abstention: Some("below_threshold".into()),
-            na_prob: Some(0.9),
-            threshold: Some(0.5),
-            confidence: Some(0.1),
-            runner_ups: vec![],
-            passages: vec![],
-            unsupported: vec![],
-            timings: LoggedTimings::default(),
-        })
+        Entry::Ask(abstained_ask(id, "Who won?"))
     }
 
     #[test]

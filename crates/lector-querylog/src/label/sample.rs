@@ -291,7 +291,7 @@ fn shuffle_key(seed: u64, request_id: &str) -> u64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::{AskSettings, FeedbackRecord, LoggedAnswer, LoggedCandidate, LoggedTimings};
+    use crate::{FeedbackRecord, LoggedAnswer, LoggedCandidate};
 
     /// An extractive ask: answered with `score` when given, else abstained.
     pub(crate) fn ask(id: &str, question: &str, na_prob: f64, scores: &[f64]) -> AskRecord {
@@ -310,23 +310,9 @@ pub(crate) mod tests {
             _ => (None, scores),
         };
         AskRecord {
-            time: "2026-12-02T13:00:00.000Z".into(),
-            request_id: id.into(),
-            question: question.into(),
-            redacted: false,
-            settings: AskSettings {
-                mode: "extractive".into(),
-                retrieval: "bm25".into(),
-                k: 5,
-                hops: 1,
-                vote: false,
-                prefer_recent: false,
-                rank_prior: 1.0,
-            },
             abstention: answer.is_none().then(|| "below_threshold".into()),
             answer,
             na_prob: Some(na_prob),
-            threshold: Some(0.5),
             confidence: Some(1.0 - na_prob),
             runner_ups: runner_ups
                 .iter()
@@ -337,9 +323,7 @@ pub(crate) mod tests {
                     doc_id: "d".into(),
                 })
                 .collect(),
-            passages: vec![],
-            unsupported: vec![],
-            timings: LoggedTimings::default(),
+            ..crate::record::abstained_ask(id, question)
         }
     }
 

@@ -10,8 +10,15 @@
 //! - **reading miss**: a retrieved passage holds an answer, and the reader's best span in no
 //!   passage is one.
 //!
-//! The four add up to the number of questions. With SQuAD data the reader is also scored on
-//! each question's gold paragraph alone, which bounds what perfect retrieval would give.
+//! Unanswerable questions (SQuAD v2.0's, and questions whose answer the corpus does not hold:
+//! [`withhold_articles`]) are kept and classified too:
+//! - **correct abstention**: the pipeline abstained;
+//! - **false answer**: it answered anyway.
+//!
+//! The outcomes add up to the number of questions; abstention precision (abstentions that were
+//! on unanswerable questions) and recall (unanswerable questions abstained on) summarise how well
+//! the pipeline knows what it does not know. With SQuAD data the reader is also scored on each
+//! answerable question's gold paragraph alone, which bounds what perfect retrieval would give.
 
 use crate::{AskOptions, Error, PassageReading, Pipeline, Progress, Response, Result};
 use lector_eval::normalize::normalize_answer;
@@ -24,6 +31,7 @@ use lector_index::{Embedder, IndexSettings, IndexWriter, Mode};
 use lector_reader::{Query, ReadParams, Reader};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -42,24 +50,42 @@ pub enum Outcome {
     /// A retrieved passage contains a gold answer, and the reader's best answer in no passage is
     /// one.
     ReadingMiss,
+    /// An unanswerable question, abstained on.
+    CorrectAbstention,
+    /// An unanswerable question, answered.
+    FalseAnswer,
+}
+
+impl Outcome {
+    /// Whether this is an outcome of an answerable question.
+    pub fn of_answerable(self) -> bool {
+        !matches!(self, Outcome::CorrectAbstention | Outcome::FalseAnswer)
+    }
 }
 
 /// The outcomes with their names, in report order.
-pub const OUTCOMES: [(Outcome, &str); 4] = [
+pub const OUTCOMES: [(Outcome, &str); 6] = [
     (Outcome::Correct, "correct"),
     (Outcome::RetrievalMiss, "retrieval miss"),
     (Outcome::RankingMiss, "ranking miss"),
     (Outcome::ReadingMiss, "reading miss"),
+    (Outcome::CorrectAbstention, "correct abstention"),
+    (Outcome::FalseAnswer, "false answer"),
 ];
 
 /// Everything measured on one question set.
 pub struct OdqaResults {
     pub dataset: Dataset,
     pub responses: Vec<Response>,
+    /// Answer recall of the answerable questions (in dataset order, unanswerable ones skipped).
     pub recall: AnswerRecall,
+    /// For each question, its entry in `recall.queries` (`None`: unanswerable).
+    pub recall_index: Vec<Option<usize>>,
+    /// Answerable questions of withheld articles that became unanswerable ([`withhold_articles`]).
+    pub withheld: usize,
     pub end_to_end: Vec<QuestionScore>,
-    /// The reader alone on the gold paragraph (SQuAD input only).
-    pub gold: Option<Vec<QuestionScore>>,
+    /// The reader alone on the gold paragraph of each answerable question (SQuAD input only).
+    pub gold: Option<Vec<Option<QuestionScore>>>,
     pub outcomes: Vec<Outcome>,
     pub documents: usize,
     pub passages: usize,
@@ -70,16 +96,84 @@ pub struct OdqaResults {
     pub k: usize,
 }
 
-/// The answerable questions of a SQuAD file, the first `limit` (unanswerable v2.0 questions
-/// have nothing to find), and how many were left out as unanswerable.
-pub fn squad_questions(path: &Path, limit: Option<usize>) -> Result<(Dataset, usize)> {
+/// The questions of a SQuAD file, the first `limit`; unanswerable v2.0 questions are kept with
+/// `keep_unanswerable`, else left out and counted (the second value).
+pub fn squad_questions(
+    path: &Path,
+    limit: Option<usize>,
+    keep_unanswerable: bool,
+) -> Result<(Dataset, usize)> {
     let mut dataset = squad::read_dataset(path)?;
     let total = dataset.questions.len();
-    dataset.questions.retain(Question::has_answer);
+    if !keep_unanswerable {
+        dataset.questions.retain(Question::has_answer);
+    }
     let left_out = total - dataset.questions.len();
     dataset.questions.truncate(limit.unwrap_or(usize::MAX));
     check_questions(path, &dataset)?;
     Ok((dataset, left_out))
+}
+
+/// The titles of every `every`-th article of `dataset` (the `every`-th, `2 * every`-th, ... in
+/// file order): articles to keep out of the index, so that their questions ask for what the
+/// corpus does not hold. `every` must be at least 1 (1 withholds all).
+pub fn withheld_titles(dataset: &Dataset, every: usize) -> HashSet<Arc<str>> {
+    let mut seen: Vec<&Arc<str>> = Vec::new();
+    for q in &dataset.questions {
+        if seen.last() != Some(&&q.title) && !seen.contains(&&q.title) {
+            seen.push(&q.title);
+        }
+    }
+    seen.into_iter()
+        .enumerate()
+        .filter(|(i, _)| (i + 1) % every.max(1) == 0)
+        .map(|(_, t)| Arc::clone(t))
+        .collect()
+}
+
+/// Makes the answerable questions of the `withheld` articles unanswerable, unless one of their
+/// gold answers appears in a paragraph of `file` (the whole SQuAD file `dataset` was taken from)
+/// that stays in the corpus (SQuAD normalisation, whole words): the corpus then still holds it.
+/// The dataset becomes v2.0 (so that an abstention scores 1 on these questions). Returns how
+/// many questions changed.
+pub fn withhold_articles(
+    dataset: &mut Dataset,
+    file: &Dataset,
+    withheld: &HashSet<Arc<str>>,
+) -> usize {
+    let mut kept: Vec<&Arc<str>> = Vec::new();
+    for q in file
+        .questions
+        .iter()
+        .filter(|q| !withheld.contains(&q.title))
+    {
+        if !kept.iter().any(|c| Arc::ptr_eq(c, &q.context)) {
+            kept.push(&q.context);
+        }
+    }
+    let corpus: Vec<String> = kept
+        .iter()
+        .map(|c| format!(" {} ", normalize_answer(c)))
+        .collect();
+    let held = |answer: &String| {
+        let needle = format!(" {} ", normalize_answer(answer));
+        needle.trim().is_empty() || corpus.iter().any(|c| c.contains(&needle))
+    };
+    let changed: Vec<usize> = dataset
+        .questions
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| withheld.contains(&q.title) && q.has_answer())
+        .filter(|(_, q)| !q.answers.iter().any(held))
+        .map(|(i, _)| i)
+        .collect();
+    for &i in &changed {
+        dataset.questions[i].answers.clear();
+    }
+    if !changed.is_empty() {
+        dataset.version = SquadVersion::V2_0;
+    }
+    changed.len()
 }
 
 /// Questions with answers and no paragraph (NQ-open lines), scored with the SQuAD v1.1 rules;
@@ -117,7 +211,7 @@ fn check_questions(path: &Path, dataset: &Dataset) -> Result<()> {
         })
     };
     if dataset.questions.is_empty() {
-        return Err(invalid("no answerable questions".into()));
+        return Err(invalid("no questions to ask".into()));
     }
     match dataset
         .questions
@@ -130,12 +224,13 @@ fn check_questions(path: &Path, dataset: &Dataset) -> Result<()> {
 }
 
 /// Adds the paragraphs of a SQuAD file to the index at `dir` (one document per paragraph,
-/// unchanged ones skipped), embedding them when `embedder` is given; returns the committed
-/// document and passage counts.
+/// unchanged ones skipped), except those of the `withheld` articles, embedding them when
+/// `embedder` is given; returns the committed document and passage counts.
 pub fn index_squad(
     path: &Path,
     dir: &Path,
     embedder: Option<Arc<dyn Embedder>>,
+    withheld: &HashSet<Arc<str>>,
 ) -> Result<(usize, usize)> {
     let walk = lector_ingest::walk(&[path.to_path_buf()]);
     if let Some(err) = walk.errors.into_iter().next() {
@@ -151,7 +246,9 @@ pub fn index_squad(
             &lector_ingest::IngestOptions::default(),
             &mut |item, _| match item {
                 lector_ingest::Item::Document(doc) => {
-                    writer.add(doc);
+                    if !withheld.contains(article_of(&doc.id)) {
+                        writer.add(doc);
+                    }
                     Ok(())
                 }
                 lector_ingest::Item::Invalid(err) => Err(err),
@@ -161,6 +258,11 @@ pub fn index_squad(
     }
     let info = writer.commit()?;
     Ok((info.documents, writer.committed().stats().passages))
+}
+
+/// The article title in a SQuAD paragraph's document id (`<title>#<paragraph>`).
+fn article_of(doc_id: &str) -> &str {
+    doc_id.rsplit_once('#').map_or(doc_id, |(title, _)| title)
 }
 
 /// Asks every question of `dataset` end to end with `options`, scores the answers, and (with
@@ -192,18 +294,22 @@ pub fn evaluate(
         })
         .collect();
     let end_to_end = squad::evaluate(&dataset, &predictions, &NoAnswer::default())?.questions;
-    let recall = retrieval::answer_recall(&answer_items(&dataset, &responses), options.k);
+    let (items, recall_index) = answer_items(&dataset, &responses);
+    let recall = retrieval::answer_recall(&items, options.k);
     let gold = match read_gold {
         true => Some(gold_paragraph_scores(pipeline, &dataset, progress)?),
         false => None,
     };
-    let outcomes = recall
-        .queries
-        .iter()
-        .zip(&end_to_end)
-        .zip(dataset.questions.iter().zip(&responses))
-        .map(|((r, s), (q, response))| {
-            if s.em == 1.0 {
+    let outcomes = (0..responses.len())
+        .map(|i| {
+            let (q, response) = (&dataset.questions[i], &responses[i]);
+            let Some(r) = recall_index[i].map(|r| &recall.queries[r]) else {
+                return match response.answer {
+                    None => Outcome::CorrectAbstention,
+                    Some(_) => Outcome::FalseAnswer,
+                };
+            };
+            if end_to_end[i].em == 1.0 {
                 Outcome::Correct
             } else if r.first_hit.is_none() {
                 Outcome::RetrievalMiss
@@ -223,6 +329,8 @@ pub fn evaluate(
         dataset,
         responses,
         recall,
+        recall_index,
+        withheld: 0,
         end_to_end,
         gold,
         outcomes,
@@ -234,11 +342,25 @@ pub fn evaluate(
     })
 }
 
-fn answer_items(dataset: &Dataset, responses: &[Response]) -> Vec<AnswerItem> {
-    dataset
+/// The answerable questions as answer-recall items, and each question's item (`None`:
+/// unanswerable).
+fn answer_items(
+    dataset: &Dataset,
+    responses: &[Response],
+) -> (Vec<AnswerItem>, Vec<Option<usize>>) {
+    let mut index = Vec::with_capacity(responses.len());
+    let mut next = 0;
+    for q in &dataset.questions {
+        index.push(q.has_answer().then(|| {
+            next += 1;
+            next - 1
+        }));
+    }
+    let items = dataset
         .questions
         .iter()
         .zip(responses)
+        .filter(|(q, _)| q.has_answer())
         .map(|(q, r)| AnswerItem {
             qid: q.id.clone(),
             answers: q.answers.clone(),
@@ -251,7 +373,8 @@ fn answer_items(dataset: &Dataset, responses: &[Response]) -> Vec<AnswerItem> {
                 })
                 .collect(),
         })
-        .collect()
+        .collect();
+    (items, index)
 }
 
 /// Whether the reader's best answer in any passage of `response` is a gold answer after SQuAD
@@ -304,20 +427,35 @@ pub fn read_gold(
     Ok((answers, scores))
 }
 
+/// The reader alone on the gold paragraph of each answerable question (`None` for the others).
 fn gold_paragraph_scores(
     pipeline: &Pipeline,
     dataset: &Dataset,
     progress: &mut dyn FnMut(Progress),
-) -> Result<Vec<QuestionScore>> {
-    let total = dataset.questions.len();
-    let (_, scores) = read_gold(pipeline.reader(), dataset, &mut |done| {
+) -> Result<Vec<Option<QuestionScore>>> {
+    let answerable = Dataset {
+        version: dataset.version,
+        questions: dataset
+            .questions
+            .iter()
+            .filter(|q| q.has_answer())
+            .cloned()
+            .collect(),
+    };
+    let total = answerable.questions.len();
+    let (_, scores) = read_gold(pipeline.reader(), &answerable, &mut |done| {
         progress(Progress {
             stage: crate::Stage::ReadGold,
             done,
             total,
         })
     })?;
-    Ok(scores)
+    let mut scores = scores.into_iter();
+    Ok(dataset
+        .questions
+        .iter()
+        .map(|q| q.has_answer().then(|| scores.next()).flatten())
+        .collect())
 }
 
 impl OdqaResults {
@@ -327,9 +465,12 @@ impl OdqaResults {
     }
 
     /// Questions per outcome, in [`OUTCOMES`] order.
+    /// (Without unanswerable questions, their two outcomes are left out.)
     pub fn outcome_counts(&self) -> Vec<(&'static str, usize)> {
+        let unanswerable = self.unanswerable() > 0;
         OUTCOMES
             .iter()
+            .filter(|(outcome, _)| unanswerable || outcome.of_answerable())
             .map(|&(outcome, name)| {
                 (
                     name,
@@ -343,21 +484,25 @@ impl OdqaResults {
     pub fn intervals(&self, settings: &Bootstrap) -> Intervals {
         let percent = |values: Vec<f64>| stats::bootstrap_mean(&values, settings).scaled(100.0);
         let k = self.k;
-        let hits = self
+        let hits: Vec<f64> = self
             .recall
             .queries
             .iter()
             .map(|q| f64::from(u8::from(q.hit_at(k))))
             .collect();
-        let mut out = vec![(format!("recall@{k}"), percent(hits))];
+        let mut out = Vec::new();
+        if !hits.is_empty() {
+            out.push((format!("recall@{k}"), percent(hits)));
+        }
         if let Some(gold) = &self.gold {
+            let read: Vec<&QuestionScore> = gold.iter().flatten().collect();
             out.push((
                 "reader_exact_match".into(),
-                percent(gold.iter().map(|s| s.em).collect()),
+                percent(read.iter().map(|s| s.em).collect()),
             ));
             out.push((
                 "reader_f1".into(),
-                percent(gold.iter().map(|s| s.f1).collect()),
+                percent(read.iter().map(|s| s.f1).collect()),
             ));
         }
         let e2e = &self.end_to_end;
@@ -366,7 +511,11 @@ impl OdqaResults {
             percent(e2e.iter().map(|s| s.em).collect()),
         ));
         out.push(("f1".into(), percent(e2e.iter().map(|s| s.f1).collect())));
+        let unanswerable = self.unanswerable();
         for (outcome, name) in OUTCOMES {
+            if !outcome.of_answerable() && unanswerable == 0 {
+                continue;
+            }
             let share = self
                 .outcomes
                 .iter()
@@ -374,7 +523,42 @@ impl OdqaResults {
                 .collect();
             out.push((name.replace(' ', "_"), percent(share)));
         }
+        let (precision, recall) = self.abstention_indicators();
+        if !precision.is_empty() {
+            out.push(("abstention_precision".into(), percent(precision)));
+        }
+        if !recall.is_empty() {
+            out.push(("abstention_recall".into(), percent(recall)));
+        }
         out
+    }
+
+    /// Unanswerable questions (SQuAD v2.0's and withheld ones).
+    pub fn unanswerable(&self) -> usize {
+        self.dataset
+            .questions
+            .iter()
+            .filter(|q| !q.has_answer())
+            .count()
+    }
+
+    /// Per-question indicators whose means are the abstention precision (over abstentions: was
+    /// the question unanswerable?) and recall (over unanswerable questions: did it abstain?).
+    fn abstention_indicators(&self) -> (Vec<f64>, Vec<f64>) {
+        let one = |b: bool| f64::from(u8::from(b));
+        let pairs = || {
+            self.dataset
+                .questions
+                .iter()
+                .zip(&self.responses)
+                .map(|(q, r)| (!q.has_answer(), r.answer.is_none()))
+        };
+        let precision = pairs()
+            .filter(|&(_, abstained)| abstained)
+            .map(|(u, _)| one(u))
+            .collect();
+        let recall = pairs().filter(|&(u, _)| u).map(|(_, a)| one(a)).collect();
+        (precision, recall)
     }
 
     /// The machine-readable summary (`eval odqa --json`).
@@ -386,6 +570,8 @@ impl OdqaResults {
         out.insert("mode".into(), self.mode.name().into());
         out.insert("k".into(), self.k.into());
         out.insert("abstained".into(), self.abstained().into());
+        out.insert("unanswerable".into(), self.unanswerable().into());
+        out.insert("withheld".into(), self.withheld.into());
         let counts: Map<String, Value> = self
             .outcome_counts()
             .into_iter()
@@ -428,14 +614,15 @@ impl OdqaResults {
                     "na_prob": r.na_prob,
                     "em": e2e.em,
                     "f1": e2e.f1,
-                    "first_hit": self.recall.queries[i].first_hit,
+                    "has_answer": q[i].has_answer(),
+                    "first_hit": self.recall_index[i].and_then(|r| self.recall.queries[r].first_hit),
                     "outcome": self.outcomes[i],
                     "passages": r.passages.iter().map(passage_summary).collect::<Vec<_>>(),
                 });
-                if let Some(gold) = &self.gold {
-                    row["reader_prediction"] = gold[i].prediction.clone().into();
-                    row["reader_em"] = gold[i].em.into();
-                    row["reader_f1"] = gold[i].f1.into();
+                if let Some(gold) = self.gold.as_ref().and_then(|g| g[i].as_ref()) {
+                    row["reader_prediction"] = gold.prediction.clone().into();
+                    row["reader_em"] = gold.em.into();
+                    row["reader_f1"] = gold.f1.into();
                 }
                 row
             })
@@ -470,13 +657,18 @@ impl OdqaResults {
             "{} questions over {} documents ({} passages), {} retrieval, k = {}. Correct: exact match of the \
              final answer; retrieval miss: no retrieved passage contains a gold answer; ranking miss: a \
              passage's best span is a gold answer but another answer was chosen; reading miss: a passage \
-             contains a gold answer but the reader's best span in none is one. Intervals: percentile \
-             bootstrap over questions.",
+             contains a gold answer but the reader's best span in none is one. Unanswerable questions \
+             ({} of them, {} from withheld articles): correct abstention or false answer; abstention \
+             precision is the share of abstentions on unanswerable questions, recall the share of \
+             unanswerable questions abstained on. Recall@k and the reader on gold paragraphs count \
+             answerable questions only. Intervals: percentile bootstrap over questions.",
             self.dataset.questions.len(),
             self.documents,
             self.passages,
             self.mode.name(),
-            self.k
+            self.k,
+            self.unanswerable(),
+            self.withheld
         ));
         report
     }

@@ -8,15 +8,17 @@ use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use lector_eval::squad::Dataset;
+use lector_eval::squad::{self, Dataset};
 use lector_pipeline::odqa::{self, OdqaResults};
 use lector_pipeline::{AskOptions, Built, Stage};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Args)]
 pub struct OdqaArgs {
     /// SQuAD dataset: its paragraphs are indexed (one document per paragraph, titled by its
-    /// article) and its answerable questions asked.
+    /// article) and its questions asked, unanswerable (v2.0) ones included.
     #[arg(
         long,
         required_unless_present = "questions",
@@ -36,6 +38,11 @@ pub struct OdqaArgs {
     retrieval: RetrievalOptions,
     #[command(flatten)]
     rerank: RerankOptions,
+    /// With --squad: keep the paragraphs of every N-th article out of the index, so that their
+    /// questions ask for what the corpus does not hold (unanswerable, unless a gold answer
+    /// appears in an indexed paragraph).
+    #[arg(long, value_name = "N", requires = "squad", value_parser = crate::values::at_least_one)]
+    withhold_every: Option<usize>,
     /// Passages retrieved and read per question.
     #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 5)]
     k: usize,
@@ -60,11 +67,18 @@ pub struct OdqaArgs {
 }
 
 pub fn run(args: &OdqaArgs) -> Result<()> {
+    let (mut withheld, mut titles) = (0, HashSet::new());
     let (dataset, source, _temp) = match (&args.squad, &args.questions) {
         (Some(path), _) => {
+            let (mut dataset, _) = odqa::squad_questions(path, args.limit, true)?;
+            if let Some(every) = args.withhold_every {
+                let file = squad::read_dataset(path)?;
+                titles = odqa::withheld_titles(&file, every);
+                withheld = odqa::withhold_articles(&mut dataset, &file, &titles);
+            }
             let (index_dir, temp) = squad_index_dir(args.index.as_deref())?;
-            index_paragraphs(path, &index_dir, &args.retrieval)?;
-            (squad_questions(path, args.limit)?, index_dir, temp)
+            index_paragraphs(path, &index_dir, &args.retrieval, &titles)?;
+            (dataset, index_dir, temp)
         }
         (None, Some(path)) => {
             let dir = args
@@ -96,7 +110,7 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         ..AskOptions::default()
     };
     let bar = progress_bar(0);
-    let results = odqa::evaluate(
+    let mut results = odqa::evaluate(
         &pipeline,
         dataset,
         &options,
@@ -112,6 +126,7 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         },
     )?;
     bar.finish_and_clear();
+    results.withheld = withheld;
     report(&results, input, args)
 }
 
@@ -126,8 +141,14 @@ fn squad_index_dir(index: Option<&Path>) -> Result<(PathBuf, Option<tempfile::Te
     }
 }
 
-/// Adds the paragraphs of a SQuAD file to the index at `dir`, embedded for dense modes.
-fn index_paragraphs(path: &Path, dir: &Path, retrieval: &RetrievalOptions) -> Result<()> {
+/// Adds the paragraphs of a SQuAD file to the index at `dir` (but those of the `withheld`
+/// articles), embedded for dense modes.
+fn index_paragraphs(
+    path: &Path,
+    dir: &Path,
+    retrieval: &RetrievalOptions,
+    withheld: &HashSet<Arc<str>>,
+) -> Result<()> {
     let embedder = match retrieval.mode.is_some_and(lector_index::Mode::is_dense) {
         true => Some(lector_pipeline::config::load_embedder(
             retrieval.embedder.as_deref(),
@@ -136,7 +157,7 @@ fn index_paragraphs(path: &Path, dir: &Path, retrieval: &RetrievalOptions) -> Re
         false => None,
     };
     let embedder = embedder.map(|e| std::sync::Arc::new(e) as _);
-    let (documents, passages) = odqa::index_squad(path, dir, embedder)?;
+    let (documents, passages) = odqa::index_squad(path, dir, embedder, withheld)?;
     eprintln!(
         "index {}: {documents} documents, {passages} passages",
         dir.display()
@@ -146,7 +167,7 @@ fn index_paragraphs(path: &Path, dir: &Path, retrieval: &RetrievalOptions) -> Re
 
 /// The answerable questions of a SQuAD file.
 pub(super) fn squad_questions(path: &Path, limit: Option<usize>) -> Result<Dataset> {
-    let (dataset, left_out) = odqa::squad_questions(path, limit)?;
+    let (dataset, left_out) = odqa::squad_questions(path, limit, false)?;
     if left_out > 0 {
         eprintln!("note: {left_out} unanswerable questions are left out");
     }
@@ -191,8 +212,11 @@ fn report(results: &OdqaResults, input: &Path, args: &OdqaArgs) -> Result<()> {
         return Ok(());
     }
     println!(
-        "{} questions over {} documents ({} passages); {}, k = {}; {} abstained; {:.1} s",
+        "{} questions ({} unanswerable, {} of them withheld from the index) over {} documents \
+         ({} passages); {}, k = {}; {} abstained; {:.1} s",
         results.dataset.questions.len(),
+        results.unanswerable(),
+        results.withheld,
         results.documents,
         results.passages,
         results.mode.name(),

@@ -41,6 +41,11 @@ pub struct AskArgs {
     /// prefer the one from the newest dated document.
     #[arg(long)]
     prefer_recent: bool,
+    /// Say the answer is ambiguous while it is at most N times as likely to be right as a
+    /// runner-up from another document that disagrees with it (calibrated confidences, else the
+    /// raw probabilities; 3: odds "not worth more than a bare mention").
+    #[arg(value_parser = at_least_one_odds, long, value_name = "N", default_value_t = lector_pipeline::DEFAULT_AMBIGUITY_ODDS)]
+    ambiguity_odds: f64,
     /// Show the retrieved passages with retrieval and reader scores, and the reader's start/end
     /// probabilities over the answer passage.
     #[arg(long)]
@@ -90,6 +95,7 @@ pub fn run(args: AskArgs) -> Result<()> {
             top_k: args.answers_per_passage,
             ..ReadParams::default()
         },
+        ambiguity_odds: args.ambiguity_odds,
     };
     let response = match args.hops.hops {
         1 => pipeline.ask(&args.question, &options)?,
@@ -227,8 +233,12 @@ fn print_response(r: &Response) {
             let e = &a.evidence;
             println!("answer: {}", a.text);
             println!(
-                "score {:.4} (span probability {:.4} against its passage's no-answer score, rank-weighted), \
+                "{}score {:.4} (span probability {:.4} against its passage's no-answer score, rank-weighted), \
                  no-answer probability {} (threshold {}, {rule}){}",
+                a.confidence.map_or(String::new(), |c| format!(
+                    "confidence {} (calibrated probability that it is right); ",
+                    fmt_confidence(c)
+                )),
                 a.score,
                 a.reader_score,
                 fmt_prob(r.na_prob),
@@ -239,22 +249,8 @@ fn print_response(r: &Response) {
                     ""
                 }
             );
-            let title = e
-                .title
-                .as_deref()
-                .map_or(String::new(), |t| format!(" \"{t}\""));
-            let date = e
-                .date
-                .as_deref()
-                .map_or(String::new(), |d| format!(", dated {d}"));
-            println!(
-                "evidence: {}{title}{date}, passage {} (rank {} among the passages read), characters {}..{} of the document",
-                e.doc_id, e.passage, e.rank, e.start, e.end
-            );
-            println!(
-                "  {}",
-                highlight(&e.passage_text, e.passage_start, e.passage_end)
-            );
+            print_evidence("evidence", e);
+            print_readings(r);
         }
         None => println!("no answer: {}", abstention_text(r)),
     }
@@ -267,6 +263,7 @@ fn print_response(r: &Response) {
         .map(|(i, c)| {
             vec![
                 (i + 1).to_string(),
+                c.confidence.map_or_else(|| "-".into(), fmt_confidence),
                 format!("{:.4}", c.score),
                 format!("{:.4}", c.reader_score),
                 c.passages.to_string(),
@@ -284,9 +281,93 @@ fn print_response(r: &Response) {
         };
         println!("{heading}");
         print_table(
-            &["rank", "score", "span p", "passages", "doc id", "answer"],
+            &[
+                "rank",
+                "confidence",
+                "score",
+                "span p",
+                "passages",
+                "doc id",
+                "answer",
+            ],
             &runners,
         );
+    }
+}
+
+/// Where an answer comes from, and its passage with the answer highlighted.
+fn print_evidence(label: &str, e: &lector_pipeline::Evidence) {
+    let title = e
+        .title
+        .as_deref()
+        .map_or(String::new(), |t| format!(" \"{t}\""));
+    let date = e
+        .date
+        .as_deref()
+        .map_or(String::new(), |d| format!(", dated {d}"));
+    println!(
+        "{label}: {}{title}{date}, passage {} (rank {} among the passages read), characters {}..{} of the document",
+        e.doc_id, e.passage, e.rank, e.start, e.end
+    );
+    println!(
+        "  {}",
+        highlight(&e.passage_text, e.passage_start, e.passage_end)
+    );
+}
+
+/// When the documents disagree: one line naming every reading, then each runner-up's evidence
+/// (the answer's is printed above).
+fn print_readings(r: &Response) {
+    if !r.ambiguous {
+        return;
+    }
+    let readings: Vec<&lector_pipeline::Candidate> =
+        r.readings.iter().map(|&i| &r.candidates[i]).collect();
+    println!("{}", ambiguity_line(&readings));
+    for (n, reading) in readings.iter().enumerate().skip(1) {
+        print_evidence(
+            &format!("reading {} ({}), evidence", n + 1, reading.text),
+            &reading.evidence,
+        );
+    }
+}
+
+/// "ambiguous: the documents disagree — A (doc X, confidence 48%) or B (doc Y, 41%)"; without a
+/// confidence map the probabilities are the raw ones and say so.
+fn ambiguity_line(readings: &[&lector_pipeline::Candidate]) -> String {
+    let calibrated = readings.iter().all(|c| c.confidence.is_some());
+    let named: Vec<String> = readings
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let p = fmt_confidence(lector_pipeline::ambiguity::probability(c));
+            let what = match (i, calibrated) {
+                (0, true) => format!("confidence {p}"),
+                (0, false) => format!("raw probability {p}, uncalibrated"),
+                _ => p,
+            };
+            format!("{} (doc {}, {what})", c.text, c.evidence.doc_id)
+        })
+        .collect();
+    format!("ambiguous: the documents disagree — {}", named.join(" or "))
+}
+
+/// `--ambiguity-odds`: a number of at least 1 (the top answer is never less likely than itself).
+pub(crate) fn at_least_one_odds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(odds) if odds >= 1.0 => Ok(odds),
+        Ok(_) => Err("must be at least 1".into()),
+        Err(e) => Err(format!("not a number: {e}")),
+    }
+}
+
+/// A confidence as a whole percentage; `<1%` and `>99%` rather than a rounded 0% or 100%, which
+/// would claim certainty the map does not give.
+fn fmt_confidence(p: f64) -> String {
+    match p {
+        p if p > 0.0 && p < 0.01 => "<1%".into(),
+        p if p > 0.99 && p < 1.0 => ">99%".into(),
+        p => format!("{:.0}%", 100.0 * p),
     }
 }
 
@@ -469,6 +550,17 @@ mod tests {
     fn sparkline_scales_to_eight_levels() {
         assert_eq!(sparkline(&[0.0, 0.5, 1.0, 0.0]), " ▄█");
         assert_eq!(sparkline(&[0.01, 0.005, 0.2]), "▁ ▂");
+    }
+
+    #[test]
+    fn confidence_shows_as_a_percentage_without_false_certainty() {
+        assert_eq!(fmt_confidence(0.834), "83%");
+        assert_eq!(fmt_confidence(0.004), "<1%");
+        assert_eq!(fmt_confidence(0.996), ">99%");
+        assert_eq!(
+            (fmt_confidence(0.0), fmt_confidence(1.0)),
+            ("0%".into(), "100%".into())
+        );
     }
 
     #[test]

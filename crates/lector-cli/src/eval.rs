@@ -12,9 +12,12 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod bertscore;
 mod canary;
+mod faithfulness;
 mod generative;
 mod hotpot;
+mod judge;
 mod odqa;
 mod with_index;
 
@@ -39,6 +42,16 @@ pub enum EvalCommand {
     /// Canary: re-ask a labelled question set (SQuAD file) against an index or a running server
     /// and exit 1 when F1 or the abstention rate moved beyond a bound from a stored baseline.
     Canary(canary::CanaryArgs),
+    /// Faithfulness checks on a labelled claim set (JSON lines: passage, claim, label, kind):
+    /// AUROC and accuracy of the claim checker and of word overlap, per kind of claim.
+    Faithfulness(faithfulness::FaithfulnessArgs),
+    /// BERTScore P/R/F1 of candidates against references with a local encoder (token states at a
+    /// layer, greedy cosine matching), identical to the `bert-score` package.
+    Bertscore(bertscore::BertscoreArgs),
+    /// LLM as judge (local GGUF or an OpenAI-compatible endpoint) of answers in JSON lines:
+    /// correctness, faithfulness, or pairwise in both orders; agreement with labels (kappa),
+    /// position and verbosity bias, unparseable replies, cached replies, tokens and time.
+    Judge(judge::JudgeArgs),
     /// Compare two systems' per-question scores: difference, paired-bootstrap CI, randomisation p-value.
     Compare(CompareArgs),
 }
@@ -199,10 +212,13 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
             _ => bail!("give --run with --qrels, or --answers"),
         },
         EvalCommand::Compare(args) => compare(args),
+        EvalCommand::Bertscore(args) => bertscore::run(&args),
         EvalCommand::Odqa(args) => odqa::run(&args),
         EvalCommand::Generative(args) => generative::run(&args),
         EvalCommand::Hotpot(args) => hotpot::run(&args),
+        EvalCommand::Judge(args) => judge::run(&args),
         EvalCommand::Canary(args) => canary::run(&args),
+        EvalCommand::Faithfulness(args) => faithfulness::run(&args),
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fails, lector, ok};
+use common::{browser_or_skip, dump_dom, fails, lector, ok, serve};
 use lector_eval::normalize::normalize_answer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -169,6 +169,34 @@ fn calibrate_writes_the_file_and_ask_abstains_with_it() {
     // The calibrated cut does at least as well as the default rule on the data it was chosen on.
     assert!(out["chosen"]["f1"].as_f64() >= out["default"]["f1"].as_f64());
     assert!(std::fs::read_to_string(html).unwrap().contains("<svg"));
+    // A version-2 file with an isotonic confidence map, and the ECE before and after it.
+    assert_eq!(file["version"], 2);
+    assert_eq!(file["retrieved"], Value::Null);
+    let confidence = &file["confidence"];
+    assert_eq!(confidence["feature"], "log_odds");
+    assert_eq!(confidence["map"]["method"], "isotonic");
+    assert!(!confidence["map"]["knots"].as_array().unwrap().is_empty());
+    let answers = out["confidence"]["answers"].as_u64().unwrap();
+    assert!(answers > 30 && answers <= 60, "{}", out["confidence"]);
+    for ece in ["ece_raw", "ece_calibrated", "ece_cross_validated"] {
+        let value = out["confidence"][ece].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&value), "{ece} = {value}");
+    }
+    // Fitted and measured on the same answers, isotonic regression beats the raw score.
+    assert!(out["confidence"]["ece_calibrated"].as_f64() < out["confidence"]["ece_raw"].as_f64());
+    let report = std::fs::read_to_string(html).unwrap();
+    assert!(report.contains("Reliability: accuracy of the answers against their confidence"));
+    assert!(report.contains("Expected calibration error"));
+
+    // `ask` gives every candidate the map's confidence (this threshold abstains on everything).
+    let known = "Which NFL team represented the AFC at Super Bowl 50?";
+    let asked = json(&lector(&["ask", known, "--index", &index, "--json"]));
+    let candidates = asked["candidates"].as_array().unwrap();
+    assert_eq!(candidates[0]["text"], "Denver Broncos");
+    for c in candidates {
+        let confidence = c["confidence"].as_f64().expect("a confidence");
+        assert!((0.0..=1.0).contains(&confidence), "{c}");
+    }
 
     let unrelated = "What is the half-life of carbon-14 in years?";
     let asked = json(&lector(&["ask", unrelated, "--index", &index, "--json"]));
@@ -195,6 +223,172 @@ fn calibrate_writes_the_file_and_ask_abstains_with_it() {
     assert!(Path::new(&index).join("calibration.json").is_file());
     let stats = json(&lector(&["index", "stats", "--index", &index, "--json"]));
     assert_eq!(stats["documents"], 104);
+}
+
+/// The web page of `lector serve` over `index` shows "confidence NN%" beside the answer.
+fn web_page_shows_the_confidence(index: &str, question: &str) {
+    let Some(browser) = browser_or_skip("web_page_shows_the_confidence") else {
+        return;
+    };
+    let (mut server, addr) = serve(index, &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!(
+        "http://{addr}/?q={}",
+        question.replace(' ', "%20").replace('?', "%3F")
+    );
+    let dom = dump_dom(&browser, profile.path(), &url, "data-state=\"answered\"");
+    let shown = dom
+        .split("<span id=\"answer-confidence\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</span>").next())
+        .expect("the confidence element");
+    let shown = shown.rsplit('>').next().unwrap();
+    assert!(
+        shown.starts_with("confidence ") && shown.ends_with('%'),
+        "shown `{shown}`"
+    );
+    server.kill_hard();
+}
+
+/// Article `i` alone of a SQuAD file, written to `dir`.
+fn article(name: &str, i: usize, dir: &Path) -> String {
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(squad(name)).unwrap()).unwrap();
+    let one = json["data"][i].clone();
+    json["data"] = Value::Array(vec![one]);
+    let path = dir.join(format!("article{i}-{name}"));
+    std::fs::write(&path, json.to_string()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn calibrate_on_retrieved_passages_and_evaluate_on_held_out_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    // The index holds two articles of SQuAD v1.1 dev: fit on questions of the first, check the
+    // stored map on questions of the second.
+    let (index, _) = index(dir.path());
+    let (fit_on, check_on) = (
+        article("dev-v1.1.json", 0, dir.path()),
+        article("dev-v1.1.json", 1, dir.path()),
+    );
+    let out = lector(&[
+        "calibrate",
+        "--squad",
+        &fit_on,
+        "--index",
+        &index,
+        "--retrieve",
+        "3",
+        "--limit",
+        "40",
+        "--confidence",
+        "platt",
+        "--json",
+    ]);
+    // All answerable (SQuAD v1.1): warned that no abstention is learnt, but the map is fitted.
+    assert!(common::stderr(&out).contains("has no unanswerable question"));
+    let fitted = json(&out);
+    let stored = &fitted["calibration"];
+    assert_eq!(
+        (stored["retrieved"].as_u64(), stored["questions"].as_u64()),
+        (Some(3), Some(40))
+    );
+    assert_eq!(stored["confidence"]["map"]["method"], "platt");
+    assert!(
+        stored["confidence"]["map"]["a"].as_f64().unwrap() > 0.0,
+        "{stored}"
+    );
+    let file = Path::new(&index).join("calibration.json");
+    let before = std::fs::read(&file).unwrap();
+
+    let html = dir.path().join("check.html");
+    let checked = json(&lector(&[
+        "calibrate",
+        "--squad",
+        &check_on,
+        "--index",
+        &index,
+        "--retrieve",
+        "3",
+        "--limit",
+        "40",
+        "--evaluate",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+    ]));
+    assert_eq!(&checked["evaluated"], stored);
+    let confidence = &checked["confidence"];
+    let answers = confidence["answers"].as_u64().unwrap();
+    assert!(answers > 30 && answers <= 40, "{confidence}");
+    let bins = confidence["bins_calibrated"].as_array().unwrap();
+    assert_eq!(bins.len(), 10);
+    let counted: u64 = bins.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, answers);
+    for ece in ["ece_raw", "ece_calibrated"] {
+        let value = confidence[ece].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&value), "{ece} = {value}");
+    }
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .contains("Calibration check"));
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "--evaluate writes nothing"
+    );
+    let text = ok(&lector(&[
+        "calibrate",
+        "--squad",
+        &check_on,
+        "--index",
+        &index,
+        "--retrieve",
+        "3",
+        "--limit",
+        "10",
+        "--evaluate",
+    ]));
+    assert!(
+        text.contains("calibrated") && text.contains("nothing written"),
+        "{text}"
+    );
+
+    // Fitted on SQuAD v1.1, the threshold answers everything: `ask` and the web page show the
+    // answer's confidence.
+    let known = "Which NFL team represented the AFC at Super Bowl 50?";
+    let asked = json(&lector(&["ask", known, "--index", &index, "--json"]));
+    let confidence = asked["answer"]["confidence"]
+        .as_f64()
+        .expect("a confidence");
+    assert!((0.0..=1.0).contains(&confidence), "{confidence}");
+    let text = ok(&lector(&["ask", known, "--index", &index]));
+    assert!(
+        text.contains("confidence ") && text.contains("% (calibrated probability"),
+        "{text}"
+    );
+    web_page_shows_the_confidence(&index, known);
+
+    let err = fails(&lector(&[
+        "calibrate",
+        "--squad",
+        &fit_on,
+        "--index",
+        &index,
+        "--mode",
+        "bm25",
+    ]));
+    assert!(err.contains("need --retrieve K"), "{err}");
+    let err = fails(&lector(&[
+        "calibrate",
+        "--squad",
+        &fit_on,
+        "--index",
+        &index,
+        "--evaluate",
+        "--dry-run",
+    ]));
+    assert!(err.contains("cannot be used with"), "{err}");
 }
 
 #[test]

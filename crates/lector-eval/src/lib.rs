@@ -9,8 +9,12 @@
 //! - [`paired`]: two systems' per-question scores paired by question id.
 //! - [`report`]: self-contained HTML reports with inline SVG charts.
 //! - [`data`]: where the shared evaluation data lives (one place for tests and benchmarks).
+//! - [`calibration`]: isotonic and Platt confidence maps, expected calibration error, reliability bins.
+//! - [`bertscore`]: BERTScore from token embeddings, identical to the `bert-score` package.
 //! - [`canary`]: a labelled question set re-asked and compared with a stored baseline, with bounds.
 
+pub mod bertscore;
+pub mod calibration;
 pub mod canary;
 pub mod data;
 pub mod error;

@@ -1,6 +1,7 @@
 //! Self-contained HTML reports: one file with inline CSS and SVG, no scripts, fonts or external links,
 //! so it opens anywhere and can be attached to an issue or an e-mail as is.
 
+use crate::calibration::ReliabilityBin;
 use crate::error::{Error, Result};
 use crate::stats::Interval;
 use std::fmt::Write as _;
@@ -255,6 +256,78 @@ impl Report {
         self
     }
 
+    /// A reliability diagram: for each series (at most a few, e.g. raw scores and calibrated
+    /// confidences), the accuracy of every non-empty confidence bin against the bin's mean
+    /// confidence, joined by a line, with the diagonal a perfectly calibrated series would follow.
+    /// A dot's area is proportional to the bin's share of its series' answers; its tooltip gives
+    /// the bin's range, count, mean confidence and accuracy.
+    pub fn reliability(
+        &mut self,
+        heading: &str,
+        series: &[(&str, &[ReliabilityBin])],
+    ) -> &mut Report {
+        let (plot_w, plot_h) = plot_size();
+        let to_px = |(x, y): (f64, f64)| {
+            (
+                MARGIN_LEFT + plot_w * x.clamp(0.0, 1.0),
+                MARGIN_TOP + plot_h * (1.0 - y.clamp(0.0, 1.0)),
+            )
+        };
+        let mut svg = svg_open(heading);
+        let ((x0, y0), (x1, y1)) = (to_px((0.0, 0.0)), to_px((1.0, 1.0)));
+        let _ = write!(
+            svg,
+            "<line class=\"diag\" x1=\"{x0:.1}\" y1=\"{y0:.1}\" x2=\"{x1:.1}\" y2=\"{y1:.1}\"/>"
+        );
+        for (k, (name, bins)) in series.iter().enumerate() {
+            let total = bins.iter().map(|b| b.count).sum::<usize>().max(1) as f64;
+            let filled: Vec<(&ReliabilityBin, (f64, f64))> = bins
+                .iter()
+                .filter_map(|b| Some((b, (b.confidence?, b.accuracy?))))
+                .collect();
+            let path: Vec<String> = filled
+                .iter()
+                .map(|(_, p)| {
+                    let (x, y) = to_px(*p);
+                    format!("{x:.1},{y:.1}")
+                })
+                .collect();
+            let _ = write!(
+                svg,
+                "<polyline class=\"line series{k}\" points=\"{}\"/>",
+                path.join(" ")
+            );
+            for (bin, point) in &filled {
+                let (x, y) = to_px(*point);
+                let radius = 2.0 + 8.0 * (bin.count as f64 / total).sqrt();
+                let _ = write!(
+                    svg,
+                    "<circle class=\"dot series{k}\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"{radius:.1}\"><title>{}: confidence {} to {}: {} answers, mean confidence {}, accuracy {}</title></circle>",
+                    escape(name),
+                    fmt_value(bin.low),
+                    fmt_value(bin.high),
+                    bin.count,
+                    fmt_value(point.0),
+                    fmt_value(point.1)
+                );
+            }
+            let _ = write!(
+                svg,
+                "<rect class=\"bar series{k}\" x=\"{:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\"/><text class=\"label\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                MARGIN_LEFT + 10.0,
+                MARGIN_TOP + 16.0 * k as f64,
+                MARGIN_LEFT + 25.0,
+                MARGIN_TOP + 16.0 * k as f64 + 9.0,
+                escape(name)
+            );
+        }
+        axes(&mut svg, (0.0, 1.0), (0.0, 1.0), "confidence", "accuracy");
+        svg.push_str("</svg>");
+        self.sections
+            .push(format!("<h2>{}</h2>{svg}", escape(heading)));
+        self
+    }
+
     /// The whole report as one HTML document.
     pub fn to_html(&self) -> String {
         format!(
@@ -281,6 +354,7 @@ h1{font-size:1.6rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid
 .tile .ci{font-size:.8rem;color:#5b6675}table{border-collapse:collapse;margin-top:.5rem}\
 th,td{border:1px solid #dde3ea;padding:.3rem .7rem;text-align:right}th:first-child,td:first-child{text-align:left}\
 th{background:#f3f6f9}.bar{fill:#3d7bd9}.series1{fill:#e08a2e}.line{fill:none;stroke:#3d7bd9;stroke-width:2}.dot{fill:#1f4f99}\
+.line.series1{stroke:#e08a2e}.dot.series1{fill:#b3661a}.diag{stroke:#8a94a3;stroke-dasharray:4 3}\
 .axis{stroke:#5b6675;stroke-width:1}.tick{font-size:11px;fill:#5b6675}.label{font-size:12px;fill:#1d2430}\
 .note{color:#5b6675}footer{margin-top:3rem;font-size:.8rem;color:#8a94a3}";
 
@@ -441,6 +515,27 @@ mod tests {
         assert!(html.contains("before: words from 0: 1</title>"));
         assert!(html.contains("after &lt;new&gt;: words from 0: 0.25</title>"));
         assert!(html.contains("after &lt;new&gt;: words from 8: 0.75</title>"));
+    }
+
+    #[test]
+    fn reliability_diagram_draws_the_diagonal_and_each_filled_bin() {
+        let raw = crate::calibration::reliability(&[(0.95, true), (0.97, false), (0.9, false)], 10);
+        let calibrated =
+            crate::calibration::reliability(&[(0.3, true), (0.35, false), (0.7, false)], 10);
+        let mut report = Report::new("calibration");
+        report.reliability(
+            "Reliability",
+            &[("raw <score>", &raw), ("calibrated", &calibrated)],
+        );
+        let html = report.to_html();
+        assert_eq!(html.matches("class=\"diag\"").count(), 1);
+        // Raw: one filled bin (0.9 to 1); calibrated: two (0.3 to 0.4, 0.7 to 0.8).
+        assert_eq!(html.matches("<circle class=\"dot series0\"").count(), 1);
+        assert_eq!(html.matches("<circle class=\"dot series1\"").count(), 2);
+        assert!(html.contains(
+            "raw &lt;score&gt;: confidence 0.9 to 1: 3 answers, mean confidence 0.94, accuracy 0.333</title>"
+        ));
+        assert!(html.contains("calibrated: confidence 0.3 to 0.4: 2 answers"));
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! Statistics for metric means: bootstrap confidence intervals and paired significance tests;
-//! two-sample tests of distributions and rates in [`two_sample`].
+//! two-sample tests of distributions and rates in [`two_sample`]; agreement between raters
+//! (Cohen's kappa) and correlation in [`agreement`].
 //!
 //! Everything is seeded and reproducible: the same inputs and seed give the same interval on every
 //! machine (a small xoshiro256** generator, no platform randomness).
 
 use serde::Serialize;
 
+pub mod agreement;
+pub mod auroc;
 pub mod two_sample;
 
 /// Settings of the bootstrap.

@@ -1,10 +1,22 @@
 //! Generative QA evaluated (`lector eval generative`): answers generated open book (from the gold
-//! paragraph) or closed book, scored with SQuAD EM/F1 and ROUGE-L, with refusals and citations.
+//! paragraph, or from retrieved passages: [`generate_retrieved`]) or closed book, scored with
+//! SQuAD EM/F1 and ROUGE-L, with refusals, citations and faithfulness.
+//!
+//! **Retrieval-augmented runs** ([`RagQuestion`], [`rag_figures`]): a citation is *gold* when it
+//! names a shown passage that contains a gold answer (SQuAD normalisation, whole tokens, as
+//! answer recall counts it); a cited number that names no shown passage is a citation too, never
+//! gold. Citations are *written* (numbers in the answer) or *attributed* (the passage the claim
+//! checker chose for an uncited claim). Citation figures are over answerable questions only: an
+//! unanswerable question has no gold passage.
 
-use crate::grounded::{self, Answered, Passage};
+use crate::claims::CitationSource;
+use crate::grounded::{self, Answered, Passage, PassageOrder};
 use crate::{Error, GenerateOptions, Generator, Result};
+use lector_eval::retrieval::contains_answer;
 use lector_eval::rouge::RougeScorer;
-use lector_eval::squad::{self, Dataset, NoAnswer, QuestionScore};
+use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore};
+use lector_eval::stats::{self, Bootstrap, Interval};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::ops::ControlFlow;
 
@@ -19,8 +31,14 @@ pub struct Summary {
     pub citation_precision: Option<f64>,
     /// Answers that cite at least one passage (open book only).
     pub citing: Option<f64>,
-    /// Answers with a sentence the support check flags (open book only).
+    /// Answers with a sentence below the word-overlap bar, [`grounded::SUPPORT_THRESHOLD`]
+    /// (open book only).
     pub flagged: Option<f64>,
+    /// Faithfulness: claims the claim checker finds supported, among all claims of the answers
+    /// (open book only; `None` without claims).
+    pub claims_supported: Option<f64>,
+    /// Faithfulness: answers with an unsupported claim (open book only).
+    pub unsupported_claim: Option<f64>,
 }
 
 impl Summary {
@@ -30,6 +48,8 @@ impl Summary {
             "exact_match": self.em, "f1": self.f1, "rouge_l": self.rouge_l,
             "refusal_rate": self.refusal_rate, "citation_precision": self.citation_precision,
             "answers_citing": self.citing, "answers_flagged": self.flagged,
+            "claims_supported": self.claims_supported,
+            "answers_with_unsupported_claim": self.unsupported_claim,
         })
     }
 }
@@ -119,7 +139,18 @@ pub fn summarise(
         s.citation_precision =
             (valid + invalid > 0).then(|| 100.0 * valid as f64 / (valid + invalid) as f64);
         s.citing = Some(share(&|a| !a.answer.citations.is_empty()));
-        s.flagged = Some(share(&|a| !a.answer.flagged.is_empty()));
+        s.flagged = Some(share(&|a| {
+            a.answer
+                .sentences
+                .iter()
+                .any(|s| s.support < grounded::SUPPORT_THRESHOLD)
+        }));
+        let claims = answered.iter().flat_map(|a| &a.answer.claims);
+        let (supported, total) = claims.fold((0usize, 0usize), |(s, t), c| {
+            (s + usize::from(c.supported), t + 1)
+        });
+        s.claims_supported = (total > 0).then(|| 100.0 * supported as f64 / total as f64);
+        s.unsupported_claim = Some(share(&|a| a.answer.claims.iter().any(|c| !c.supported)));
     }
     s
 }
@@ -144,6 +175,7 @@ pub fn per_question(
                 "refused": a.answer.refused, "citations": a.answer.citations,
                 "invalid_citations": a.answer.invalid_citations,
                 "flagged": a.answer.flagged.iter().map(|&s| &a.answer.sentences[s].text).collect::<Vec<_>>(),
+                "claims": a.answer.claims,
                 "finish_reason": a.generation.finish_reason,
             })
         })
@@ -164,5 +196,450 @@ pub fn tokens_per_second(answered: &[Answered]) -> f64 {
         tokens as f64 * 1000.0 / ms
     } else {
         0.0
+    }
+}
+
+/// Answers every question of `dataset` in order from the passages `retrieve` gives it (ranked,
+/// strongest first), shown in `order`; returns each question's passages with its answer.
+/// `on_done` is called after each question.
+pub fn generate_retrieved<E: std::fmt::Display>(
+    generator: &dyn Generator,
+    dataset: &Dataset,
+    retrieve: &mut dyn FnMut(&Question) -> std::result::Result<Vec<Passage>, E>,
+    options: &GenerateOptions,
+    order: PassageOrder,
+    on_done: &mut dyn FnMut(),
+) -> Result<Vec<(Vec<Passage>, Answered)>> {
+    let mut out = Vec::with_capacity(dataset.questions.len());
+    for q in &dataset.questions {
+        let in_question = |source: Error| Error::Question {
+            id: q.id.clone(),
+            source: Box::new(source),
+        };
+        let passages = retrieve(q)
+            .map_err(|e| in_question(Error::Invalid(format!("retrieving passages: {e}"))))?;
+        let answered = grounded::answer_ordered(
+            generator,
+            &q.question,
+            Some(&passages),
+            options,
+            order,
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .map_err(in_question)?;
+        out.push((passages, answered));
+        on_done();
+    }
+    Ok(out)
+}
+
+/// One question of a retrieval-augmented run: what the prompt showed, which shown passages hold
+/// a gold answer, and what the answer cites.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RagQuestion {
+    /// The question has a gold answer (SQuAD v2.0's unanswerable and withheld ones have none).
+    pub answerable: bool,
+    /// Passage numbers (retrieval rank + 1) in the order the prompt showed them.
+    pub shown: Vec<usize>,
+    /// Passage numbers left out to fit the context window.
+    pub cut: Vec<usize>,
+    /// Shown passage numbers whose text contains a gold answer.
+    pub gold_passages: Vec<usize>,
+    /// Numbers the answer writes, each once, in order (those naming no shown passage included).
+    pub written: Vec<usize>,
+    /// Passages the claim checker attributed uncited claims to, each once, in order.
+    pub attributed: Vec<usize>,
+    pub refused: bool,
+    /// Claims of the answer, and how many of them are supported.
+    pub claims: usize,
+    pub supported_claims: usize,
+}
+
+impl RagQuestion {
+    /// The figures of `answered`, generated for `question` from `passages` shown in `order`.
+    pub fn new(
+        question: &Question,
+        passages: &[Passage],
+        answered: &Answered,
+        order: PassageOrder,
+    ) -> RagQuestion {
+        let numbers = |refs: &[grounded::PassageRef]| -> Vec<usize> {
+            refs.iter().map(|r| r.number).collect()
+        };
+        let (included, cut) = answered
+            .prompt
+            .as_ref()
+            .map_or((Vec::new(), Vec::new()), |p| {
+                (numbers(&p.included), numbers(&p.cut))
+            });
+        let ranks: Vec<usize> = included.iter().map(|n| n - 1).collect();
+        let shown: Vec<usize> = grounded::shown_order(&ranks, order)
+            .into_iter()
+            .map(|r| r + 1)
+            .collect();
+        let gold_passages = included
+            .iter()
+            .copied()
+            .filter(|&n| contains_answer(&question.answers, &passages[n - 1].text))
+            .collect();
+        let answer = &answered.answer;
+        let mut written: Vec<usize> = Vec::new();
+        for n in grounded::citations(&answer.text) {
+            if !written.contains(&n) {
+                written.push(n);
+            }
+        }
+        let mut attributed: Vec<usize> = Vec::new();
+        for claim in &answer.claims {
+            if let (Some(CitationSource::Attributed), Some(n)) = (claim.citation, claim.passage) {
+                if !attributed.contains(&n) {
+                    attributed.push(n);
+                }
+            }
+        }
+        RagQuestion {
+            answerable: question.has_answer(),
+            shown,
+            cut,
+            gold_passages,
+            written,
+            attributed,
+            refused: answer.refused,
+            claims: answer.claims.len(),
+            supported_claims: answer.claims.iter().filter(|c| c.supported).count(),
+        }
+    }
+
+    /// Whether a shown passage contains a gold answer.
+    pub fn gold_shown(&self) -> bool {
+        !self.gold_passages.is_empty()
+    }
+
+    /// Whether the answer cites (written or attributed) a passage with a gold answer; `None`
+    /// when no shown passage holds one.
+    pub fn cites_gold(&self) -> Option<bool> {
+        self.gold_shown().then(|| {
+            self.written
+                .iter()
+                .chain(&self.attributed)
+                .any(|n| self.gold_passages.contains(n))
+        })
+    }
+
+    /// Whether a written citation names a passage with a gold answer; `None` as [`Self::cites_gold`].
+    pub fn writes_gold(&self) -> Option<bool> {
+        self.gold_shown()
+            .then(|| self.written.iter().any(|n| self.gold_passages.contains(n)))
+    }
+
+    /// 1 for each of `numbers` naming a gold passage, else 0.
+    fn gold_indicators(&self, numbers: &[usize]) -> Vec<f64> {
+        numbers
+            .iter()
+            .map(|n| indicator(self.gold_passages.contains(n)))
+            .collect()
+    }
+}
+
+fn indicator(b: bool) -> f64 {
+    f64::from(u8::from(b))
+}
+
+/// A figure of a retrieval-augmented run: its mean in percent with a percentile-bootstrap
+/// interval, over `n` units (questions, claims or citations, as its name says).
+#[derive(Debug, Clone, Serialize)]
+pub struct Figure {
+    pub name: String,
+    /// Questions, claims or citations the figure averages over (0: no interval, NaN mean).
+    pub n: usize,
+    #[serde(flatten)]
+    pub interval: Interval,
+}
+
+/// Per-question correctness scores beyond EM/F1 (BERTScore F1, judge), one value in [0, 1] per
+/// question of the run; only the answerable questions' values enter the figure.
+pub struct ExtraScore<'a> {
+    pub name: &'a str,
+    pub values: &'a [f64],
+}
+
+/// The figures of a retrieval-augmented run, in percent: correctness on answerable questions
+/// (`exact_match`, `f1`, then `extra`) and over all (`exact_match_all`, `f1_all`, SQuAD v2.0
+/// rules: a refusal is right on an unanswerable question); faithfulness (`claims_supported`,
+/// `answers_with_unsupported_claim`); citations on answerable questions (`citation_precision`
+/// over written and attributed citations, and for each kind; `citation_recall` among questions
+/// with a gold answer in a shown passage, and `citation_recall_written`); refusals
+/// (`refusal_rate_unanswerable`, `refusal_rate_answerable`); retrieval (`recall@K_shown`: a
+/// shown passage holds a gold answer).
+pub fn rag_figures(
+    questions: &[RagQuestion],
+    scores: &[QuestionScore],
+    extra: &[ExtraScore<'_>],
+    k: usize,
+    settings: &Bootstrap,
+) -> Vec<Figure> {
+    let figure = |name: &str, values: Vec<f64>| Figure {
+        name: name.to_string(),
+        n: values.len(),
+        interval: stats::bootstrap_mean(&values, settings).scaled(100.0),
+    };
+    let answerable: Vec<usize> = (0..questions.len())
+        .filter(|&i| questions[i].answerable)
+        .collect();
+    let on_answerable = |value: &dyn Fn(usize) -> f64| -> Vec<f64> {
+        answerable.iter().map(|&i| value(i)).collect()
+    };
+    let mut out = vec![
+        figure("exact_match", on_answerable(&|i| scores[i].em)),
+        figure("f1", on_answerable(&|i| scores[i].f1)),
+    ];
+    for e in extra {
+        out.push(figure(e.name, on_answerable(&|i| e.values[i])));
+    }
+    out.push(figure(
+        "exact_match_all",
+        scores.iter().map(|s| s.em).collect(),
+    ));
+    out.push(figure("f1_all", scores.iter().map(|s| s.f1).collect()));
+    out.extend(faithfulness_figures(questions, &figure));
+    out.extend(citation_figures(questions, &figure));
+    let refusals = |answerable: bool| -> Vec<f64> {
+        questions
+            .iter()
+            .filter(|q| q.answerable == answerable)
+            .map(|q| indicator(q.refused))
+            .collect()
+    };
+    out.push(figure("refusal_rate_unanswerable", refusals(false)));
+    out.push(figure("refusal_rate_answerable", refusals(true)));
+    out.push(figure(
+        &format!("recall@{k}_shown"),
+        on_answerable(&|i| indicator(questions[i].gold_shown())),
+    ));
+    out
+}
+
+type MakeFigure<'a> = dyn Fn(&str, Vec<f64>) -> Figure + 'a;
+
+/// Claims supported (over all claims) and answers with an unsupported claim (over all answers).
+fn faithfulness_figures(questions: &[RagQuestion], figure: &MakeFigure<'_>) -> Vec<Figure> {
+    let claims: Vec<f64> = questions
+        .iter()
+        .flat_map(|q| {
+            let unsupported = q.claims - q.supported_claims;
+            std::iter::repeat_n(1.0, q.supported_claims)
+                .chain(std::iter::repeat_n(0.0, unsupported))
+        })
+        .collect();
+    let unsupported = questions
+        .iter()
+        .map(|q| indicator(q.supported_claims < q.claims))
+        .collect();
+    vec![
+        figure("claims_supported", claims),
+        figure("answers_with_unsupported_claim", unsupported),
+    ]
+}
+
+/// Citation precision (per citation) and recall (per question with a gold passage shown), on
+/// answerable questions.
+fn citation_figures(questions: &[RagQuestion], figure: &MakeFigure<'_>) -> Vec<Figure> {
+    let answerable = || questions.iter().filter(|q| q.answerable);
+    let written: Vec<f64> = answerable()
+        .flat_map(|q| q.gold_indicators(&q.written))
+        .collect();
+    let attributed: Vec<f64> = answerable()
+        .flat_map(|q| q.gold_indicators(&q.attributed))
+        .collect();
+    let all = written.iter().chain(&attributed).copied().collect();
+    let recall = |pick: fn(&RagQuestion) -> Option<bool>| -> Vec<f64> {
+        answerable().filter_map(pick).map(indicator).collect()
+    };
+    vec![
+        figure("citation_precision", all),
+        figure("citation_precision_written", written),
+        figure("citation_precision_attributed", attributed),
+        figure("citation_recall", recall(RagQuestion::cites_gold)),
+        figure("citation_recall_written", recall(RagQuestion::writes_gold)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grounded::{OpenBookPrompt, PassageRef, PromptReport};
+    use crate::options::{FinishReason, Generation, Timings};
+    use std::sync::Arc;
+
+    fn passage(n: usize, text: &str) -> Passage {
+        Passage {
+            doc_id: format!("d{n}"),
+            title: None,
+            text: text.to_string(),
+        }
+    }
+
+    /// `text` answered over `passages`, of which the ranks `included` were shown.
+    fn answered(text: &str, passages: &[Passage], included: &[usize]) -> Answered {
+        let prompt = OpenBookPrompt {
+            messages: Vec::new(),
+            included: included.to_vec(),
+            cut: (included.len()..passages.len()).collect(),
+            truncated: None,
+            prompt_tokens: 0,
+        };
+        let refs = |ranks: &[usize]| -> Vec<PassageRef> {
+            ranks
+                .iter()
+                .map(|&r| PassageRef {
+                    number: r + 1,
+                    doc_id: passages[r].doc_id.clone(),
+                    title: None,
+                })
+                .collect()
+        };
+        Answered {
+            question: "Who won?".into(),
+            prompt: Some(PromptReport {
+                included: refs(&prompt.included),
+                cut: refs(&prompt.cut),
+                truncated: None,
+                prompt_tokens: 0,
+            }),
+            answer: grounded::check(text, passages, Some(&prompt)),
+            generation: Generation {
+                text: text.into(),
+                finish_reason: FinishReason::EndOfText,
+                timings: Timings::default(),
+            },
+        }
+    }
+
+    fn question(answers: &[&str]) -> Question {
+        Question {
+            id: "q".into(),
+            question: "Who won?".into(),
+            answers: answers.iter().map(|a| a.to_string()).collect(),
+            context: Arc::from(""),
+            title: Arc::from(""),
+        }
+    }
+
+    #[test]
+    fn citations_are_gold_when_they_name_a_shown_passage_with_an_answer() {
+        let passages = [
+            passage(1, "The Broncos beat the Panthers in Super Bowl 50."),
+            passage(2, "Carolina had the best record of the season."),
+            passage(3, "Denver Broncos won the title."),
+            passage(4, "The Broncos were cut from the prompt."),
+        ];
+        let q = question(&["Denver Broncos", "Broncos"]);
+        let a = answered("The Broncos won [2][7].", &passages, &[0, 1, 2]);
+        let row = RagQuestion::new(&q, &passages, &a, PassageOrder::Rank);
+        assert_eq!(row.shown, [1, 2, 3]);
+        assert_eq!(row.cut, [4]);
+        // Passage 4 holds an answer but was not shown.
+        assert_eq!(row.gold_passages, [1, 3]);
+        assert_eq!(row.written, [2, 7]);
+        assert_eq!(row.writes_gold(), Some(false));
+        let edges = RagQuestion::new(&q, &passages, &a, PassageOrder::Edges);
+        assert_eq!(edges.shown, [1, 3, 2]);
+
+        let score = QuestionScore {
+            id: "q".into(),
+            prediction: None,
+            best_gold: String::new(),
+            em: 1.0,
+            f1: 1.0,
+            has_ans: true,
+            na_prob: None,
+        };
+        let scores = vec![score; 2];
+        let refusal = answered(grounded::REFUSAL, &passages, &[0, 1, 2]);
+        let unanswerable =
+            RagQuestion::new(&question(&[]), &passages, &refusal, PassageOrder::Rank);
+        assert!(unanswerable.refused && !unanswerable.answerable);
+        let figures = rag_figures(&[row, unanswerable], &scores, &[], 3, &Bootstrap::default());
+        let get = |name: &str| figures.iter().find(|f| f.name == name).unwrap();
+        // Two written citations, neither gold; attributed ones come on top.
+        assert_eq!(get("citation_precision_written").n, 2);
+        assert_eq!(get("citation_precision_written").interval.mean, 0.0);
+        assert_eq!(get("exact_match").n, 1);
+        assert_eq!(get("f1_all").n, 2);
+        assert_eq!(get("refusal_rate_unanswerable").interval.mean, 100.0);
+        assert_eq!(get("recall@3_shown").interval.mean, 100.0);
+        assert_eq!(get("citation_recall_written").interval.mean, 0.0);
+    }
+}
+
+#[cfg(test)]
+mod faithfulness_tests {
+    use super::*;
+    use crate::grounded::OpenBookPrompt;
+    use crate::{FinishReason, Generation, Timings};
+
+    const PARAGRAPH: &str = "The Denver Broncos defeated the Carolina Panthers 24-10 in 2016.";
+
+    /// `text` answered open book from PARAGRAPH, checked as `grounded::answer` checks it.
+    fn answered(text: &str) -> Answered {
+        let passages = [Passage {
+            doc_id: "sb50".into(),
+            title: None,
+            text: PARAGRAPH.into(),
+        }];
+        let prompt = OpenBookPrompt {
+            messages: Vec::new(),
+            included: vec![0],
+            cut: Vec::new(),
+            truncated: None,
+            prompt_tokens: 0,
+        };
+        Answered {
+            question: "Who won?".into(),
+            prompt: None,
+            answer: grounded::check(text, &passages, Some(&prompt)),
+            generation: Generation {
+                text: text.into(),
+                finish_reason: FinishReason::EndOfText,
+                timings: Timings::default(),
+            },
+        }
+    }
+
+    fn score(em: f64) -> QuestionScore {
+        QuestionScore {
+            id: "q".into(),
+            prediction: None,
+            best_gold: String::new(),
+            em,
+            f1: em,
+            has_ans: true,
+            na_prob: None,
+        }
+    }
+
+    #[test]
+    fn faithfulness_counts_claims_and_answers_beside_the_old_flag() {
+        let answers = [
+            // Two supported claims.
+            answered("The Broncos defeated the Panthers 24-10 and they defeated them in 2016."),
+            // One supported claim, one negating the paragraph: the word-overlap check passes
+            // it ("not" is a stop word), the claim check does not.
+            answered("The Broncos defeated the Panthers. The Broncos did not defeat the Panthers."),
+        ];
+        let scores = [score(1.0), score(0.0)];
+        let s = summarise(&scores, &[0.5, 0.5], &answers, true);
+        assert_eq!(s.em, 50.0);
+        assert_eq!(s.flagged, Some(0.0), "word overlap flags nothing");
+        assert_eq!(s.claims_supported, Some(75.0));
+        assert_eq!(s.unsupported_claim, Some(50.0));
+        let json = s.to_json();
+        assert_eq!(json["claims_supported"], 75.0);
+        assert_eq!(json["answers_with_unsupported_claim"], 50.0);
+        let closed = summarise(&scores, &[0.5, 0.5], &answers, false);
+        assert_eq!(
+            (closed.claims_supported, closed.unsupported_claim),
+            (None, None)
+        );
     }
 }

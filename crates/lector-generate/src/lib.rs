@@ -27,11 +27,13 @@
 //! ```
 
 pub mod attend;
+pub mod claims;
 pub mod decode;
 pub mod error;
 pub mod evaluate;
 pub mod gguf;
 pub mod grounded;
+pub mod judge;
 pub mod local;
 pub mod model;
 pub mod openai;

@@ -46,14 +46,18 @@ impl Bert {
         })
     }
 
-    /// Packed hidden states of the real tokens, for explicit position and token-type ids
-    /// (flattened like `inputs.ids`).
+    /// Packed hidden states of the real tokens after the first `depth` layers (0: the
+    /// embedding output), for explicit position and token-type ids (flattened like `inputs.ids`).
     pub(crate) fn hidden_with(
         &self,
         inputs: &Inputs,
         positions: &[u32],
         types: &[u32],
+        depth: usize,
     ) -> Result<Packed> {
+        let Some(layers) = self.layers.get(..depth) else {
+            candle_core::bail!("layer {depth} asked of a {}-layer encoder", self.depth());
+        };
         // transformers' order of summation: word + token type, then + position.
         let tables = [
             (&self.word, inputs.ids.as_slice()),
@@ -61,16 +65,26 @@ impl Bert {
             (&self.position, positions),
         ];
         let mut xs = embed(&tables, inputs, &self.norm)?;
-        encoder::run(&self.layers, &mut xs);
+        encoder::run(layers, &mut xs);
         Ok(xs)
     }
 
     /// Packed hidden states with positions 0, 1, 2, ... in every row.
     pub(crate) fn hidden(&self, inputs: &Inputs) -> Result<Packed> {
+        self.hidden_upto(inputs, self.depth())
+    }
+
+    /// [`Bert::hidden`] after the first `depth` layers only (BERTScore reads an inner layer).
+    pub(crate) fn hidden_upto(&self, inputs: &Inputs, depth: usize) -> Result<Packed> {
         let positions: Vec<u32> = (0..inputs.batch)
             .flat_map(|_| 0..inputs.seq_len as u32)
             .collect();
-        self.hidden_with(inputs, &positions, &inputs.type_ids)
+        self.hidden_with(inputs, &positions, &inputs.type_ids, depth)
+    }
+
+    /// The number of transformer layers.
+    pub(crate) fn depth(&self) -> usize {
+        self.layers.len()
     }
 }
 

@@ -43,6 +43,17 @@ impl DistilBert {
 
     /// Packed hidden states of the real tokens.
     pub(crate) fn hidden(&self, inputs: &Inputs) -> Result<Packed> {
+        self.hidden_upto(inputs, self.layers.len())
+    }
+
+    /// [`DistilBert::hidden`] after the first `depth` layers only (0: the embedding output).
+    pub(crate) fn hidden_upto(&self, inputs: &Inputs, depth: usize) -> Result<Packed> {
+        let Some(layers) = self.layers.get(..depth) else {
+            candle_core::bail!(
+                "layer {depth} asked of a {}-layer encoder",
+                self.layers.len()
+            );
+        };
         let positions: Vec<u32> = (0..inputs.batch)
             .flat_map(|_| 0..inputs.seq_len as u32)
             .collect();
@@ -51,7 +62,7 @@ impl DistilBert {
             (&self.position, &positions),
         ];
         let mut xs = embed(&tables, inputs, &self.norm)?;
-        encoder::run(&self.layers, &mut xs);
+        encoder::run(layers, &mut xs);
         Ok(xs)
     }
 }

@@ -29,6 +29,7 @@ pub mod qa;
 pub mod registry;
 pub mod rerank;
 mod roberta;
+pub mod token_embed;
 
 pub use checkpoint::Checkpoint;
 pub use config::{Architecture, Config};
@@ -38,4 +39,5 @@ pub use layers::{layer_names, LayerNames};
 pub use packed_gemm::{bf16_active, precision, set_precision, Precision};
 pub use qa::{Inputs, QaLogits, QaModel};
 pub use rerank::CrossEncoder;
+pub use token_embed::{Encoded, TokenEncoder};
 pub use tokenizers::Tokenizer;

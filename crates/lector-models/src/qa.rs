@@ -103,6 +103,16 @@ impl Encoder {
             Encoder::Roberta(m) => m.hidden(inputs),
         }
     }
+
+    /// [`Encoder::hidden`] after the first `depth` layers only (0: the embedding output), as
+    /// `output_hidden_states[depth]` of transformers.
+    pub(crate) fn hidden_upto(&self, inputs: &Inputs, depth: usize) -> candle_core::Result<Packed> {
+        match self {
+            Encoder::Bert(m) => m.hidden_upto(inputs, depth),
+            Encoder::DistilBert(m) => m.hidden_upto(inputs, depth),
+            Encoder::Roberta(m) => m.hidden_upto(inputs, depth),
+        }
+    }
 }
 
 /// A question-answering model: encoder + `qa_outputs`.

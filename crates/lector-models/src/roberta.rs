@@ -27,10 +27,15 @@ impl Roberta {
 
     /// Packed hidden states of the real tokens.
     pub(crate) fn hidden(&self, inputs: &Inputs) -> Result<Packed> {
+        self.hidden_upto(inputs, self.bert.depth())
+    }
+
+    /// [`Roberta::hidden`] after the first `depth` layers only (0: the embedding output).
+    pub(crate) fn hidden_upto(&self, inputs: &Inputs, depth: usize) -> Result<Packed> {
         let positions = position_ids(&inputs.mask, inputs.seq_len, self.padding_idx);
         // transformers does not feed RoBERTa's tokenizers' token_type_ids to the model: all zero.
         let types = vec![0; inputs.ids.len()];
-        self.bert.hidden_with(inputs, &positions, &types)
+        self.bert.hidden_with(inputs, &positions, &types, depth)
     }
 }
 

@@ -104,6 +104,11 @@ pub struct Candidate {
     /// The best occurrence's log-odds against "no answer": `ln(span / null)`, with the passage's
     /// null score weighted by the rank prior (so `score` is its logistic, without voting).
     pub log_odds: f64,
+    /// The probability that this answer is right: the index's confidence map
+    /// ([`crate::calibration::Confidence`], fitted by `lector calibrate`) applied to `log_odds`;
+    /// `None` without a map. The map is fitted on first candidates, so a runner-up's is what a
+    /// first candidate with its log-odds would get.
+    pub confidence: Option<f64>,
     /// Distinct passages in which the reader proposed it.
     pub passages: usize,
     /// The best-scoring occurrence.
@@ -242,6 +247,7 @@ fn candidate(reading: &PassageReading, rank: usize, answer: &Answer, rank_prior:
         score: answer_score(answer.score, null),
         reader_score: answer.score,
         log_odds: log_odds(answer.score, null),
+        confidence: None,
         passages: 1,
         evidence: Evidence {
             doc_id: hit.doc_id.clone(),
@@ -259,7 +265,7 @@ fn candidate(reading: &PassageReading, rank: usize, answer: &Answer, rank_prior:
 }
 
 /// `ln(span / null)`, finite: probabilities below 1e-300 count as 1e-300.
-fn log_odds(span: f64, null: f64) -> f64 {
+pub fn log_odds(span: f64, null: f64) -> f64 {
     span.max(1e-300).ln() - null.max(1e-300).ln()
 }
 

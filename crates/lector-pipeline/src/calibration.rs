@@ -14,9 +14,32 @@
 //! - `precision=P`: the most permissive cut whose precision is at least `P` (highest coverage;
 //!   in terms of the confidence `1 - na_prob`, the lowest confidence still answered).
 //!
-//! The chosen value is stored as `calibration.json` in the index directory ([`Calibration`]).
+//! The questions are read either with their gold paragraphs (the reader alone, as above), or, with
+//! [`Reading::from_response`], as the pipeline really answers them: the top `k` passages retrieved
+//! from the index, aggregated; the threshold then applies to the pipeline's `na_prob`.
+//!
+//! **Confidence.** The same questions fit a *confidence map* ([`fit_confidence`]): from the
+//! answer's [`Candidate::log_odds`](crate::Candidate::log_odds) to the probability that the answer is right, an exact match
+//! with a gold answer after SQuAD normalisation (lowercased, punctuation and articles removed,
+//! whitespace collapsed: [`lector_eval::normalize`]); a span given to an unanswerable question is
+//! wrong. Every question with a span counts, answered or not at the threshold, since the pipeline
+//! shows candidates also when it abstains. Whether *abstaining* is right is not in scope: the
+//! confidence is the probability that the given answer is right. The feature is the log-odds, not
+//! the score: the score is its logistic, so it orders answers the same way, but scores crowd
+//! just under 1 (9.2 and 7.4 in log-odds are 0.9999 and 0.9994) and beyond log-odds 37 they
+//! round to exactly 1.0 in f64, erasing the order a map needs; log-odds keep it, spread out. The
+//! map is isotonic regression or Platt scaling ([`lector_eval::calibration`]), and the pipeline
+//! applies it to every candidate ([`Calibration::confidence_for`]).
+//!
+//! The chosen value and the map are stored as `calibration.json` in the index directory
+//! ([`Calibration`]).
 
+use crate::aggregate::{self, answer_score};
 use crate::error::{io, Error, Result};
+use crate::Response;
+use lector_eval::calibration::{self as math, ReliabilityBin, DEFAULT_BINS};
+/// The confidence maps, re-exported for crates that store or fit one without lector-eval.
+pub use lector_eval::calibration::{ConfidenceMap, Method};
 use lector_eval::report::Report;
 use lector_eval::squad::{self, Dataset, NoAnswer, SquadVersion};
 use lector_reader::{Prediction, ReadParams};
@@ -31,7 +54,15 @@ pub const CALIBRATION_FILE: &str = "calibration.json";
 pub const DEFAULT_THRESHOLD: f64 = 0.5;
 
 const FORMAT_NAME: &str = "lector-calibration";
-const FORMAT_VERSION: u32 = 1;
+/// Version 2 adds `retrieved` and `confidence`; version-1 files load without them.
+const FORMAT_VERSION: u32 = 2;
+const READABLE_VERSIONS: [u32; 2] = [1, 2];
+
+/// The feature a confidence map reads: [`Candidate::log_odds`](crate::Candidate::log_odds).
+pub const CONFIDENCE_FEATURE: &str = "log_odds";
+
+/// Folds of the cross-validated ECE [`fit_confidence`] reports.
+pub const CROSS_VALIDATION_FOLDS: usize = 5;
 
 /// A stored no-answer threshold and how it was chosen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,6 +88,33 @@ pub struct Calibration {
     pub f1: f64,
     pub coverage: f64,
     pub precision: Option<f64>,
+    /// Passages read per question, retrieved from the index as `lector ask --k` retrieves them;
+    /// `None`: each question's gold paragraph alone (and every version-1 file).
+    #[serde(default)]
+    pub retrieved: Option<usize>,
+    /// The map from an answer's log-odds to the probability that it is right; `None` without one
+    /// (version-1 files, `lector calibrate --confidence none`).
+    #[serde(default)]
+    pub confidence: Option<Confidence>,
+}
+
+/// A confidence map and what it was fitted on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confidence {
+    /// What the map reads: always [`CONFIDENCE_FEATURE`].
+    pub feature: String,
+    /// The map, tagged with its method.
+    pub map: ConfidenceMap,
+    /// Answers (questions with a span) it was fitted on, and how many of them were right.
+    pub answers: usize,
+    pub right: usize,
+    /// Expected calibration error on those answers ([`DEFAULT_BINS`] bins) of the raw score
+    /// (the candidate's `score` taken as a probability)...
+    pub ece_raw: f64,
+    /// ...and of the map, cross-validated over [`CROSS_VALIDATION_FOLDS`] folds of consecutive
+    /// questions (each fold mapped by a map fitted on the others: an estimate for unseen
+    /// questions); `None` with fewer than two answers.
+    pub ece_cross_validated: Option<f64>,
 }
 
 impl Calibration {
@@ -80,7 +138,15 @@ impl Calibration {
             f1: 100.0 * point.f1,
             coverage: 100.0 * point.coverage,
             precision: (point.answered > 0).then_some(100.0 * point.precision),
+            retrieved: None,
+            confidence: None,
         }
+    }
+
+    /// The probability that an answer with these log-odds is right, from the confidence map;
+    /// `None` without one.
+    pub fn confidence_for(&self, log_odds: f64) -> Option<f64> {
+        self.confidence.as_ref().map(|c| c.map.apply(log_odds))
     }
 
     /// The calibration stored in `index_dir`, or `None` when there is none.
@@ -100,11 +166,23 @@ impl Calibration {
                 "not a lector calibration: {e} (run `lector calibrate` again)"
             ))
         })?;
-        if calibration.format != FORMAT_NAME || calibration.version != FORMAT_VERSION {
+        if calibration.format != FORMAT_NAME || !READABLE_VERSIONS.contains(&calibration.version) {
             return Err(invalid(format!(
-                "format `{}` version {} is not supported (this lector reads {FORMAT_NAME} version {FORMAT_VERSION})",
+                "format `{}` version {} is not supported (this lector reads {FORMAT_NAME} versions 1 and {FORMAT_VERSION})",
                 calibration.format, calibration.version
             )));
+        }
+        if let Some(confidence) = &calibration.confidence {
+            if confidence.feature != CONFIDENCE_FEATURE {
+                return Err(invalid(format!(
+                    "confidence.feature `{}` is not supported (only `{CONFIDENCE_FEATURE}`)",
+                    confidence.feature
+                )));
+            }
+            confidence
+                .map
+                .validate()
+                .map_err(|e| invalid(format!("confidence.map: {e}")))?;
         }
         if !(0.0..=1.0).contains(&calibration.threshold) {
             return Err(invalid(format!(
@@ -271,13 +349,132 @@ pub struct Fitted {
     pub default: CurvePoint,
 }
 
-/// Fits the threshold for `target` on `dataset`, read by the reader with [`read_params`] into
-/// `predictions` (one per question, in order). max-f1 takes the official script's sweep where
-/// it applies (SQuAD v2.0); precision=P the most permissive cut that reaches P.
-pub fn fit(dataset: &Dataset, predictions: &[Prediction], target: Target) -> Result<Fitted> {
-    let (questions, official) = judge(dataset, predictions)?;
-    let curve = curve(&questions);
-    let chosen = match (target, official) {
+/// What was answered to one calibration question: the best span and how sure of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reading {
+    /// The best span ("" when there is none).
+    pub span: String,
+    /// The no-answer probability the threshold is compared with.
+    pub na_prob: f64,
+    /// The span's log-odds against "no answer" (the confidence map's feature; -inf without a span).
+    pub log_odds: f64,
+    /// The span's score (0 without a span).
+    pub score: f64,
+}
+
+impl Reading {
+    /// The reader alone on a gold paragraph, read with [`read_params`]: the best non-empty span,
+    /// with the log-odds and score the pipeline gives a span read in the passage at rank 1.
+    pub fn from_prediction(p: &Prediction) -> Reading {
+        let best = p.answers.iter().find(|a| !a.answer.is_empty());
+        Reading {
+            span: best.map_or_else(String::new, |a| a.answer.clone()),
+            na_prob: p.na_prob,
+            log_odds: best.map_or(f64::NEG_INFINITY, |a| {
+                aggregate::log_odds(a.score, p.null_score)
+            }),
+            score: best.map_or(0.0, |a| answer_score(a.score, p.null_score)),
+        }
+    }
+
+    /// The pipeline's response: its first candidate (also when it abstained) and its `na_prob`.
+    pub fn from_response(r: &Response) -> Reading {
+        let top = r.candidates.first();
+        Reading {
+            span: top.map_or_else(String::new, |c| c.text.clone()),
+            na_prob: r.na_prob,
+            log_odds: top.map_or(f64::NEG_INFINITY, |c| c.log_odds),
+            score: top.map_or(0.0, |c| c.score),
+        }
+    }
+}
+
+/// One answer to a calibration question: its log-odds, its raw score and whether it is right.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scored {
+    pub log_odds: f64,
+    pub score: f64,
+    /// An exact match with a gold answer after SQuAD normalisation.
+    pub right: bool,
+}
+
+/// Calibration questions judged against their gold answers.
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    /// Every question, for the threshold sweep.
+    pub questions: Vec<Judged>,
+    /// Every question with a span, in order, for the confidence map.
+    pub answers: Vec<Scored>,
+    /// The official script's max-F1 threshold (SQuAD v2.0 data only).
+    pub official_threshold: Option<f64>,
+}
+
+/// Judges `readings` (one per question of `dataset`, in order) against the gold answers.
+pub fn judge(dataset: &Dataset, readings: &[Reading]) -> Result<Judgement> {
+    if readings.len() != dataset.questions.len() {
+        return Err(Error::Options(format!(
+            "{} readings for {} questions",
+            readings.len(),
+            dataset.questions.len()
+        )));
+    }
+    let spans: squad::Predictions = dataset
+        .questions
+        .iter()
+        .zip(readings)
+        .map(|(q, r)| (q.id.clone(), r.span.clone()))
+        .collect();
+    let probs: squad::NaProbs = dataset
+        .questions
+        .iter()
+        .zip(readings)
+        .map(|(q, r)| (q.id.clone(), r.na_prob))
+        .collect();
+    let no_answer = NoAnswer {
+        probs: Some(&probs),
+        threshold: 1.0,
+    };
+    let evaluation = squad::evaluate(dataset, &spans, &no_answer)?;
+    let official_threshold = match dataset.version {
+        SquadVersion::V2_0 => evaluation
+            .summary
+            .get("best_f1_thresh")
+            .and_then(|v| v.as_f64()),
+        SquadVersion::V1_1 => None,
+    };
+    let questions: Vec<Judged> = evaluation
+        .questions
+        .iter()
+        .zip(readings)
+        .map(|(s, r)| Judged {
+            na_prob: r.na_prob,
+            has_answer: s.has_ans,
+            exact: if s.has_ans { s.em } else { 0.0 },
+            f1: if s.has_ans { s.f1 } else { 0.0 },
+        })
+        .collect();
+    let answers = questions
+        .iter()
+        .zip(readings)
+        .filter(|(_, r)| !r.span.is_empty())
+        .map(|(q, r)| Scored {
+            log_odds: r.log_odds,
+            score: r.score,
+            right: q.exact == 1.0,
+        })
+        .collect();
+    Ok(Judgement {
+        questions,
+        answers,
+        official_threshold,
+    })
+}
+
+/// Fits the threshold for `target` on judged questions. max-f1 takes the official script's
+/// sweep where it applies (SQuAD v2.0); precision=P the most permissive cut that reaches P.
+pub fn fit(judgement: &Judgement, target: Target) -> Result<Fitted> {
+    let curve = curve(&judgement.questions);
+    let chosen = match (target, judgement.official_threshold) {
         (Target::MaxF1, Some(thresh)) => point_at(&curve, thresh),
         _ => choose(target, &curve),
     };
@@ -299,53 +496,119 @@ pub fn fit(dataset: &Dataset, predictions: &[Prediction], target: Target) -> Res
     })
 }
 
-/// The per-question inputs of the sweep, and the official script's max-F1 threshold.
-fn judge(dataset: &Dataset, predictions: &[Prediction]) -> Result<(Vec<Judged>, Option<f64>)> {
-    let spans: squad::Predictions = dataset
-        .questions
-        .iter()
-        .zip(predictions)
-        .map(|(q, p)| (q.id.clone(), best_span(p).to_string()))
-        .collect();
-    let probs: squad::NaProbs = dataset
-        .questions
-        .iter()
-        .zip(predictions)
-        .map(|(q, p)| (q.id.clone(), p.na_prob))
-        .collect();
-    let no_answer = NoAnswer {
-        probs: Some(&probs),
-        threshold: 1.0,
-    };
-    let evaluation = squad::evaluate(dataset, &spans, &no_answer)?;
-    let official = match dataset.version {
-        SquadVersion::V2_0 => evaluation
-            .summary
-            .get("best_f1_thresh")
-            .and_then(|v| v.as_f64()),
-        SquadVersion::V1_1 => None,
-    };
-    let questions = evaluation
-        .questions
-        .iter()
-        .zip(&probs)
-        .map(|(s, (_, na_prob))| Judged {
-            na_prob: *na_prob,
-            has_answer: s.has_ans,
-            exact: if s.has_ans { s.em } else { 0.0 },
-            f1: if s.has_ans { s.f1 } else { 0.0 },
-        })
-        .collect();
-    Ok((questions, official))
+/// Fits a confidence map of `method` to the answers, with the raw score's ECE and the map's
+/// cross-validated ECE on them.
+pub fn fit_confidence(method: Method, answers: &[Scored]) -> Result<Confidence> {
+    if answers.is_empty() {
+        return Err(Error::Options(
+            "no calibration question got an answer span: nothing to fit the confidence map on"
+                .into(),
+        ));
+    }
+    let samples: Vec<(f64, bool)> = answers.iter().map(|a| (a.log_odds, a.right)).collect();
+    let fit_error =
+        |e: math::CalibrationError| Error::Options(format!("cannot fit the confidence map: {e}"));
+    let map = ConfidenceMap::fit(method, &samples).map_err(fit_error)?;
+    let held_out =
+        math::cross_validate(method, &samples, CROSS_VALIDATION_FOLDS).map_err(fit_error)?;
+    let ece_cross_validated = (!held_out.is_empty()).then(|| {
+        let pairs: Vec<(f64, bool)> = held_out
+            .iter()
+            .zip(answers)
+            .map(|(&p, a)| (p, a.right))
+            .collect();
+        math::expected_calibration_error(&pairs, DEFAULT_BINS)
+    });
+    Ok(Confidence {
+        feature: CONFIDENCE_FEATURE.into(),
+        map,
+        answers: answers.len(),
+        right: answers.iter().filter(|a| a.right).count(),
+        ece_raw: math::expected_calibration_error(&raw_pairs(answers), DEFAULT_BINS),
+        ece_cross_validated,
+    })
 }
 
-/// The best non-empty span ("" when the reader found none).
-fn best_span(p: &Prediction) -> &str {
-    p.answers
-        .iter()
-        .map(|a| a.answer.as_str())
-        .find(|a| !a.is_empty())
-        .unwrap_or("")
+fn raw_pairs(answers: &[Scored]) -> Vec<(f64, bool)> {
+    answers.iter().map(|a| (a.score, a.right)).collect()
+}
+
+/// How well confidences match a set of answers: the raw score, and a map's confidences.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConfidenceCheck {
+    /// Answers checked, and how many of them are right.
+    pub answers: usize,
+    pub right: usize,
+    /// ECE ([`DEFAULT_BINS`] bins) of the raw score taken as a probability.
+    pub ece_raw: f64,
+    /// ECE of the map's confidences (`None` without a map).
+    pub ece_calibrated: Option<f64>,
+    /// The reliability bins behind both.
+    pub bins_raw: Vec<ReliabilityBin>,
+    pub bins_calibrated: Option<Vec<ReliabilityBin>>,
+}
+
+/// Checks the raw scores of `answers` and, when given, `map`'s confidences against whether the
+/// answers are right.
+pub fn check_confidence(map: Option<&ConfidenceMap>, answers: &[Scored]) -> ConfidenceCheck {
+    let bins_raw = math::reliability(&raw_pairs(answers), DEFAULT_BINS);
+    let bins_calibrated = map.map(|m| {
+        let pairs: Vec<(f64, bool)> = answers
+            .iter()
+            .map(|a| (m.apply(a.log_odds), a.right))
+            .collect();
+        math::reliability(&pairs, DEFAULT_BINS)
+    });
+    ConfidenceCheck {
+        answers: answers.len(),
+        right: answers.iter().filter(|a| a.right).count(),
+        ece_raw: math::ece_of_bins(&bins_raw),
+        ece_calibrated: bins_calibrated.as_deref().map(math::ece_of_bins),
+        bins_raw,
+        bins_calibrated,
+    }
+}
+
+impl ConfidenceCheck {
+    /// Adds the reliability diagram (raw and calibrated) and the ECE table to `report`;
+    /// `cross_validated` is the fit's held-out estimate, when the map was fitted on these answers
+    /// (the calibrated row is then in-sample, and says so).
+    pub fn add_to(&self, report: &mut Report, cross_validated: Option<f64>) {
+        let mut series: Vec<(&str, &[ReliabilityBin])> = vec![("raw score", &self.bins_raw)];
+        if let Some(bins) = &self.bins_calibrated {
+            series.push(("calibrated confidence", bins));
+        }
+        report.reliability(
+            "Reliability: accuracy of the answers against their confidence",
+            &series,
+        );
+        let ece = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.4}"));
+        let mut rows = vec![
+            vec!["raw score".to_string(), ece(Some(self.ece_raw))],
+            vec![
+                match cross_validated {
+                    Some(_) => "calibrated (on the answers it was fitted on)",
+                    None => "calibrated",
+                }
+                .to_string(),
+                ece(self.ece_calibrated),
+            ],
+        ];
+        if cross_validated.is_some() {
+            rows.push(vec![
+                format!("calibrated, {CROSS_VALIDATION_FOLDS}-fold cross-validated"),
+                ece(cross_validated),
+            ]);
+        }
+        report.table("Expected calibration error", &["confidence", "ECE"], &rows);
+        report.note(&format!(
+            "{} answers (questions with a span), {} right (exact match with a gold answer after SQuAD \
+             normalisation; a span for an unanswerable question is wrong). ECE: answers in {DEFAULT_BINS} \
+             equal-width confidence bins, the mean |accuracy - confidence| of the bins weighted by their \
+             counts. Raw score: the candidate's score taken as a probability.",
+            self.answers, self.right
+        ));
+    }
 }
 
 /// At most this many points per chart: a curve over 10,000 cuts would be a 1 MB SVG.
@@ -477,6 +740,99 @@ mod tests {
         assert!("precision=1.5".parse::<Target>().is_err());
         assert!("recall=0.9".parse::<Target>().is_err());
         assert_eq!(Target::Precision(0.9).to_string(), "precision=0.9");
+    }
+
+    /// A version-1 file as lector wrote it before confidence maps.
+    const VERSION_1: &str = r#"{
+  "format": "lector-calibration",
+  "version": 1,
+  "threshold": 0.25,
+  "target": "max-f1",
+  "reader": "reader-minilm-squad",
+  "data": "dev-v2.0.json",
+  "questions": 60,
+  "exact": 61.5,
+  "f1": 64.2,
+  "coverage": 55.0,
+  "precision": 80.1
+}"#;
+
+    #[test]
+    fn version_one_files_still_load_without_a_map() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CALIBRATION_FILE), VERSION_1).unwrap();
+        let loaded = Calibration::load(dir.path()).unwrap().unwrap();
+        assert_eq!((loaded.version, loaded.threshold), (1, 0.25));
+        assert_eq!((loaded.retrieved, loaded.confidence.clone()), (None, None));
+        assert_eq!(loaded.confidence_for(3.0), None);
+        // Saved again, it is a version-2 file.
+        let mut saved = loaded;
+        saved.version = FORMAT_VERSION;
+        saved.save(dir.path()).unwrap();
+        assert_eq!(Calibration::load(dir.path()).unwrap(), Some(saved));
+        std::fs::write(
+            dir.path().join(CALIBRATION_FILE),
+            VERSION_1.replace("\"version\": 1", "\"version\": 3"),
+        )
+        .unwrap();
+        let err = Calibration::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("version 3 is not supported"), "{err}");
+    }
+
+    fn answer(log_odds: f64, right: bool) -> Scored {
+        Scored {
+            log_odds,
+            score: 1.0 / (1.0 + (-log_odds).exp()),
+            right,
+        }
+    }
+
+    #[test]
+    fn the_confidence_map_round_trips_and_applies_to_log_odds() {
+        // Log-odds 1 and 2 right once in two, 8 and 9 always: isotonic gives 0.5 and 1.
+        let answers = [
+            answer(1.0, true),
+            answer(2.0, false),
+            answer(8.0, true),
+            answer(9.0, true),
+        ];
+        let confidence = fit_confidence(Method::Isotonic, &answers).unwrap();
+        assert_eq!((confidence.answers, confidence.right), (4, 3));
+        assert_eq!(confidence.feature, "log_odds");
+        // Raw scores 0.73, 0.88 in bins 7 and 8, 0.9997, 0.9999 in bin 9.
+        let raw = (1.0 - answers[0].score)
+            + answers[1].score
+            + (1.0 - answers[2].score)
+            + (1.0 - answers[3].score);
+        assert!((confidence.ece_raw - raw / 4.0).abs() < 1e-12);
+        let dir = tempfile::tempdir().unwrap();
+        let points = curve(&[q(0.1, true, 1.0)]);
+        let mut calibration = Calibration::new(&points[1], Target::MaxF1, "reader", "d.json", 4);
+        calibration.retrieved = Some(5);
+        calibration.confidence = Some(confidence);
+        calibration.save(dir.path()).unwrap();
+        let loaded = Calibration::load(dir.path()).unwrap().unwrap();
+        assert_eq!(loaded, calibration);
+        assert_eq!(loaded.version, 2);
+        assert_eq!(loaded.confidence_for(1.5), Some(0.5));
+        assert_eq!(loaded.confidence_for(5.0), Some(0.75));
+        assert_eq!(loaded.confidence_for(20.0), Some(1.0));
+        let check = check_confidence(loaded.confidence.as_ref().map(|c| &c.map), &answers);
+        assert_eq!(check.ece_calibrated, Some(0.0));
+        assert!((check.ece_raw - raw / 4.0).abs() < 1e-12);
+
+        let text = std::fs::read_to_string(dir.path().join(CALIBRATION_FILE)).unwrap();
+        let broken = text.replace("\"log_odds\"", "\"score\"");
+        std::fs::write(dir.path().join(CALIBRATION_FILE), broken).unwrap();
+        let err = Calibration::load(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("confidence.feature `score` is not supported"),
+            "{err}"
+        );
+        assert!(fit_confidence(Method::Platt, &[])
+            .unwrap_err()
+            .to_string()
+            .contains("nothing to fit the confidence map on"));
     }
 
     #[test]

@@ -14,7 +14,12 @@
 //!    ([`calibration`]), else 0.5, the reader's rule "the null score beats the best span".
 //!
 //! The answer carries its evidence: document id, title and date, the passage, and the answer's
-//! character offsets in the passage and in the document.
+//! character offsets in the passage and in the document; and, when the index's calibration has a
+//! confidence map, the probability that it is right (`confidence`, see [`calibration`]).
+//!
+//! When documents disagree — a runner-up from another document gives a different answer nearly
+//! as likely to be right — the response says so (`ambiguous`) and names the readings with their
+//! evidence ([`ambiguity`]).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), lector_pipeline::Error> {
@@ -29,6 +34,7 @@
 //! ```
 
 pub mod aggregate;
+pub mod ambiguity;
 pub mod calibration;
 pub mod config;
 pub mod error;
@@ -39,6 +45,7 @@ pub mod ranking;
 pub use aggregate::{
     answer_score, Abstention, Aggregation, Candidate, Evidence, PassageReading, DEFAULT_RANK_PRIOR,
 };
+pub use ambiguity::DEFAULT_AMBIGUITY_ODDS;
 pub use calibration::{Calibration, DEFAULT_THRESHOLD};
 pub use config::{Built, PipelineConfig, RerankConfig, RetrievalConfig};
 pub use error::{Error, Result};
@@ -67,6 +74,9 @@ pub struct AskOptions {
     pub rank_prior: f64,
     /// Reader settings; `top_k` is the number of answers kept per passage (the runner-ups).
     pub read: ReadParams,
+    /// Flag the answer as ambiguous while it is at most this many times as likely to be right as
+    /// a runner-up from another document that disagrees with it ([`ambiguity`]; at least 1).
+    pub ambiguity_odds: f64,
 }
 
 impl Default for AskOptions {
@@ -81,6 +91,7 @@ impl Default for AskOptions {
                 top_k: 3,
                 ..ReadParams::default()
             },
+            ambiguity_odds: DEFAULT_AMBIGUITY_ODDS,
         }
     }
 }
@@ -112,6 +123,13 @@ pub struct Response {
     pub calibrated: bool,
     /// Every candidate, best first: the answer, then the runner-ups (also when abstaining).
     pub candidates: Vec<Candidate>,
+    /// The documents disagree: a runner-up from another document gives a different answer
+    /// nearly as likely to be right ([`ambiguity`]). Always false when abstaining, and for
+    /// multi-hop answers ([`Pipeline::ask_hops`]).
+    pub ambiguous: bool,
+    /// When `ambiguous`, the readings as indices into `candidates`: the answer (0), then each
+    /// disagreeing runner-up, best first (their evidence is the candidates'); else empty.
+    pub readings: Vec<usize>,
     /// The recency tie-break changed the answer.
     pub reordered_by_date: bool,
     /// The retrieved passages with what the reader found in each, in retrieval order.
@@ -327,6 +345,7 @@ impl Pipeline {
                     })
                     .collect();
                 let mut response = self.respond(question, readings, &how);
+                flag_disagreement(&mut response, options.ambiguity_odds);
                 response.timings = Timings {
                     retrieve_ms: ms(retrieve_time),
                     rerank_ms: ms(rerank_time),
@@ -391,7 +410,13 @@ impl Pipeline {
         passages: Vec<PassageReading>,
         how: &Aggregation,
     ) -> Response {
-        let verdict = aggregate::aggregate(&passages, how);
+        let mut verdict = aggregate::aggregate(&passages, how);
+        // The one place the confidence map is applied.
+        if let Some(calibration) = &self.calibration {
+            for candidate in &mut verdict.candidates {
+                candidate.confidence = calibration.confidence_for(candidate.log_odds);
+            }
+        }
         let answer = match verdict.abstention {
             None => verdict.candidates.first().cloned(),
             Some(_) => None,
@@ -404,6 +429,8 @@ impl Pipeline {
             threshold: how.threshold,
             calibrated: self.calibration.is_some(),
             candidates: verdict.candidates,
+            ambiguous: false,
+            readings: Vec::new(),
             reordered_by_date: verdict.reordered_by_date,
             passages,
             timings: Timings::default(),
@@ -412,9 +439,25 @@ impl Pipeline {
     }
 }
 
+/// Marks an answer whose documents disagree (not an abstention), with its readings.
+fn flag_disagreement(response: &mut Response, odds: f64) {
+    if response.answer.is_none() {
+        return;
+    }
+    response.readings =
+        ambiguity::disagreeing_readings(&response.candidates, &response.passages, odds);
+    response.ambiguous = !response.readings.is_empty();
+}
+
 fn check_options(options: &AskOptions) -> Result<()> {
     if options.k == 0 {
         return Err(Error::Options("k must be at least 1".into()));
+    }
+    if options.ambiguity_odds.is_nan() || options.ambiguity_odds < 1.0 {
+        return Err(Error::Options(format!(
+            "ambiguity_odds must be at least 1, not {}",
+            options.ambiguity_odds
+        )));
     }
     if let Some(search) = &options.search {
         search.bm25.validate().map_err(Error::Options)?;

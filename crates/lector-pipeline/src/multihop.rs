@@ -754,6 +754,8 @@ fn set_answer(response: &mut Response, text: &str, score: f64, evidence: Evidenc
         score,
         reader_score: score,
         log_odds: (score.max(1e-12) / (1.0 - score).max(1e-12)).ln(),
+        // A computed answer, not a read span: the confidence map does not apply.
+        confidence: None,
         passages: 1,
         evidence,
     };

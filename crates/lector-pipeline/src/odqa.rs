@@ -19,6 +19,10 @@
 //! on unanswerable questions) and recall (unanswerable questions abstained on) summarise how well
 //! the pipeline knows what it does not know. With SQuAD data the reader is also scored on each
 //! answerable question's gold paragraph alone, which bounds what perfect retrieval would give.
+//!
+//! Answers flagged ambiguous (the documents disagree: [`crate::ambiguity`]) are counted, and the
+//! exact match of flagged and of unflagged answers is reported separately (answered questions
+//! only): the flag is useful when flagged answers are right less often.
 
 use crate::{AskOptions, Error, PassageReading, Pipeline, Progress, Response, Result};
 use lector_eval::normalize::normalize_answer;
@@ -464,6 +468,25 @@ impl OdqaResults {
         self.responses.iter().filter(|r| r.answer.is_none()).count()
     }
 
+    /// Answers flagged ambiguous (the documents disagree).
+    pub fn ambiguous(&self) -> usize {
+        self.responses.iter().filter(|r| r.ambiguous).count()
+    }
+
+    /// Exact match (0 or 1) of the answered questions, split into those flagged ambiguous and
+    /// the others.
+    fn exact_match_by_flag(&self) -> (Vec<f64>, Vec<f64>) {
+        let answered = self
+            .responses
+            .iter()
+            .zip(&self.end_to_end)
+            .filter(|(r, _)| r.answer.is_some());
+        let (flagged, unflagged): (Vec<_>, Vec<_>) = answered.partition(|(r, _)| r.ambiguous);
+        let em =
+            |pairs: Vec<(&Response, &QuestionScore)>| pairs.iter().map(|(_, s)| s.em).collect();
+        (em(flagged), em(unflagged))
+    }
+
     /// Questions per outcome, in [`OUTCOMES`] order.
     /// (Without unanswerable questions, their two outcomes are left out.)
     pub fn outcome_counts(&self) -> Vec<(&'static str, usize)> {
@@ -530,6 +553,21 @@ impl OdqaResults {
         if !recall.is_empty() {
             out.push(("abstention_recall".into(), percent(recall)));
         }
+        let (flagged, unflagged) = self.exact_match_by_flag();
+        if !flagged.is_empty() || !unflagged.is_empty() {
+            let share = flagged
+                .iter()
+                .map(|_| 1.0)
+                .chain(unflagged.iter().map(|_| 0.0))
+                .collect();
+            out.push(("ambiguous".into(), percent(share)));
+        }
+        if !flagged.is_empty() {
+            out.push(("exact_match_ambiguous".into(), percent(flagged)));
+        }
+        if !unflagged.is_empty() {
+            out.push(("exact_match_unambiguous".into(), percent(unflagged)));
+        }
         out
     }
 
@@ -570,6 +608,7 @@ impl OdqaResults {
         out.insert("mode".into(), self.mode.name().into());
         out.insert("k".into(), self.k.into());
         out.insert("abstained".into(), self.abstained().into());
+        out.insert("ambiguous_answers".into(), self.ambiguous().into());
         out.insert("unanswerable".into(), self.unanswerable().into());
         out.insert("withheld".into(), self.withheld.into());
         let counts: Map<String, Value> = self
@@ -617,6 +656,8 @@ impl OdqaResults {
                     "has_answer": q[i].has_answer(),
                     "first_hit": self.recall_index[i].and_then(|r| self.recall.queries[r].first_hit),
                     "outcome": self.outcomes[i],
+                    "ambiguous": r.ambiguous,
+                    "readings": r.readings.iter().map(|&c| r.candidates[c].text.as_str()).collect::<Vec<_>>(),
                     "passages": r.passages.iter().map(passage_summary).collect::<Vec<_>>(),
                 });
                 if let Some(gold) = self.gold.as_ref().and_then(|g| g[i].as_ref()) {
@@ -661,14 +702,19 @@ impl OdqaResults {
              ({} of them, {} from withheld articles): correct abstention or false answer; abstention \
              precision is the share of abstentions on unanswerable questions, recall the share of \
              unanswerable questions abstained on. Recall@k and the reader on gold paragraphs count \
-             answerable questions only. Intervals: percentile bootstrap over questions.",
+             answerable questions only. Ambiguous: the share of answers ({} of {}) flagged because a \
+             runner-up from another document disagrees and is nearly as likely to be right; \
+             exact_match_ambiguous and exact_match_unambiguous: exact match of the flagged and of the \
+             other answers (answered questions only). Intervals: percentile bootstrap over questions.",
             self.dataset.questions.len(),
             self.documents,
             self.passages,
             self.mode.name(),
             self.k,
             self.unanswerable(),
-            self.withheld
+            self.withheld,
+            self.ambiguous(),
+            self.responses.len() - self.abstained()
         ));
         report
     }

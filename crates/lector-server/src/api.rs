@@ -56,6 +56,11 @@ pub struct AskRequest {
     /// [`lector_pipeline::Aggregation::rank_prior`]).
     #[serde(default = "default_rank_prior")]
     pub rank_prior: f64,
+    /// Flag the answer as ambiguous while it is at most this many times as likely to be right
+    /// as a disagreeing runner-up from another document (at least 1; see
+    /// [`lector_pipeline::ambiguity`]).
+    #[serde(default = "default_ambiguity_odds")]
+    pub ambiguity_odds: f64,
     /// Answers kept per passage (the runner-ups come from these).
     #[serde(default = "default_answers")]
     pub answers_per_passage: usize,
@@ -125,6 +130,10 @@ fn default_k() -> usize {
 
 fn default_rank_prior() -> f64 {
     lector_pipeline::DEFAULT_RANK_PRIOR
+}
+
+fn default_ambiguity_odds() -> f64 {
+    lector_pipeline::DEFAULT_AMBIGUITY_ODDS
 }
 
 fn default_answers() -> usize {
@@ -275,6 +284,10 @@ fn ask_options(request: &AskRequest, search: SearchOptions) -> Result<AskOptions
             "rank_prior must be between 0 and {MAX_RANK_PRIOR}"
         )));
     }
+    // JSON has no NaN, so this comparison covers every value a body can send.
+    if request.ambiguity_odds < 1.0 {
+        return Err(ApiError::bad_request("ambiguity_odds must be at least 1"));
+    }
     Ok(AskOptions {
         search: Some(search),
         k: request.k,
@@ -285,6 +298,7 @@ fn ask_options(request: &AskRequest, search: SearchOptions) -> Result<AskOptions
             top_k: request.answers_per_passage,
             ..ReadParams::default()
         },
+        ambiguity_odds: request.ambiguity_odds,
     })
 }
 

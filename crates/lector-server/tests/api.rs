@@ -5,7 +5,8 @@ mod common;
 
 use common::workspace;
 use lector_index::{Mode, SearchOptions};
-use lector_pipeline::Pipeline;
+use lector_pipeline::calibration::{curve, fit_confidence, Judged, Method, Scored, Target};
+use lector_pipeline::{Calibration, Pipeline};
 use lector_querylog::{Entry, LogConfig, Verdict};
 use lector_reader::Reader;
 use lector_server::{AppState, Config, Limits};
@@ -30,6 +31,16 @@ impl Server {
 
     /// A server that logs queries into `log` (see [`lector_querylog`]).
     fn start_with(limits: Limits, api_key: Option<&str>, log: Option<LogConfig>) -> Server {
+        Server::start_calibrated(limits, api_key, log, None)
+    }
+
+    /// A server whose pipeline uses `calibration` (as if the index directory held it).
+    fn start_calibrated(
+        limits: Limits,
+        api_key: Option<&str>,
+        log: Option<LogConfig>,
+        calibration: Option<Calibration>,
+    ) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let writer = common::sample_writer(dir.path());
         let index = writer.committed().clone();
@@ -37,7 +48,7 @@ impl Server {
         let mut config = Config::new(SearchOptions::for_index(&index, Mode::Bm25), limits);
         config.api_key = api_key.map(|k| lector_server::ApiKey::new(k).unwrap());
         config.query_log = log;
-        let pipeline = Pipeline::new(index, reader);
+        let pipeline = Pipeline::new(index, reader).with_calibration(calibration);
         let state = Arc::new(AppState::new(pipeline, Some(writer), None, config).unwrap());
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let listener = runtime
@@ -246,6 +257,64 @@ fn abstains_when_no_passage_matches() {
     assert!(out["answer"].is_null());
     assert_eq!(out["abstention"], "no_passages");
     assert!(out["passages"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn answers_carry_the_calibrated_confidence() {
+    // Without a confidence map, every candidate's confidence is null.
+    let plain = Server::default();
+    let question = json!({"question": "Which team won Super Bowl 50?", "probabilities": false});
+    let out = plain.ask(question.clone());
+    assert!(out["answer"]["confidence"].is_null(), "{}", out["answer"]);
+    assert!(out["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["confidence"].is_null()));
+    drop(plain);
+
+    // With one (a Platt map of the log-odds: right half the time at log-odds 0, mostly above).
+    let point = curve(&[Judged {
+        na_prob: 0.5,
+        has_answer: true,
+        exact: 1.0,
+        f1: 1.0,
+    }])[1];
+    let mut calibration = Calibration::new(&point, Target::MaxF1, "reader-minilm-squad", "test", 6);
+    let answers: Vec<Scored> = [
+        (-4.0, false),
+        (0.0, true),
+        (0.0, false),
+        (4.0, true),
+        (8.0, true),
+        (9.0, false),
+    ]
+    .iter()
+    .map(|&(log_odds, right)| Scored {
+        log_odds,
+        score: 0.5,
+        right,
+    })
+    .collect();
+    calibration.confidence = Some(fit_confidence(Method::Platt, &answers).unwrap());
+    let server = Server::start_calibrated(Limits::default(), None, None, Some(calibration.clone()));
+    let out = server.ask(question);
+    let answer = &out["answer"];
+    let confidence = answer["confidence"].as_f64().expect("a confidence");
+    assert!((0.0..=1.0).contains(&confidence), "{confidence}");
+    // It is the map applied to the answer's own log-odds, and so on for every candidate.
+    let expected = |c: &Value| {
+        calibration
+            .confidence_for(c["log_odds"].as_f64().unwrap())
+            .unwrap()
+    };
+    assert!((confidence - expected(answer)).abs() < 1e-12);
+    for c in out["candidates"].as_array().unwrap() {
+        assert!(
+            (c["confidence"].as_f64().unwrap() - expected(c)).abs() < 1e-12,
+            "{c}"
+        );
+    }
 }
 
 #[test]

@@ -1,14 +1,20 @@
 //! `lector eval generative`: generated answers scored like extracted ones, side by side with the
 //! extractive reader on the same questions.
 //!
-//! - `--squad DATA.json`: open book, each question with its gold paragraph as the only passage
-//!   (`[1]`), so the score measures reading, not retrieval; the reader reads the same paragraph.
+//! - `--squad DATA.json`: open book, each answerable question with its gold paragraph as the
+//!   only passage (`[1]`), so the score measures reading, not retrieval; the reader reads the
+//!   same paragraph.
+//! - `--squad DATA.json --retrieve`: the real path ([`rag`]): the file's paragraphs indexed,
+//!   every question (unanswerable ones kept) answered from the top `--k` retrieved passages,
+//!   ordered (`--order`), fitted to the context window; correctness, faithfulness, citations,
+//!   refusal and retrieval figures with bootstrap intervals.
 //! - `--questions NQ.jsonl --closed-book`: the question alone (the model's own knowledge).
 //!
 //! Metrics: EM and F1 (official SQuAD rules) and ROUGE-L F of the short answer (the answer's
 //! first sentence without citations; empty for a refusal); refusal rate; citation precision
 //! (valid citations of the gold passage over all citations; open book); answers citing anything;
-//! answers with a sentence flagged as unsupported.
+//! answers with a sentence below the word-overlap bar; faithfulness: claims the claim checker
+//! finds supported, and answers with an unsupported claim.
 
 use super::odqa::{open_questions, squad_questions};
 use crate::generate::GeneratorArgs;
@@ -23,9 +29,12 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod rag;
+
 #[derive(Args)]
 pub struct GenerativeArgs {
-    /// SQuAD dataset: open book, every answerable question with its gold paragraph.
+    /// SQuAD dataset: open book, every answerable question with its gold paragraph (with
+    /// --retrieve: every question, from retrieved passages).
     #[arg(
         long,
         required_unless_present = "questions",
@@ -55,9 +64,14 @@ pub struct GenerativeArgs {
     json: bool,
     #[command(flatten)]
     generator: GeneratorArgs,
+    #[command(flatten)]
+    rag: rag::RagArgs,
 }
 
 pub fn run(args: &GenerativeArgs) -> Result<()> {
+    if args.rag.retrieve {
+        return rag::run(args);
+    }
     let (dataset, open_book) = match (&args.squad, &args.questions) {
         (Some(path), _) => (squad_questions(path, args.limit)?, !args.closed_book),
         (None, Some(path)) if args.closed_book => (open_questions(path, args.limit)?, false),
@@ -185,6 +199,8 @@ fn print_report(json: bool, r: &Report, g: &Summary, e: Option<&Summary>) -> Res
         ("citation_precision_%", g.citation_precision, None),
         ("answers_citing_%", g.citing, None),
         ("answers_flagged_%", g.flagged, None),
+        ("claims_supported_%", g.claims_supported, None),
+        ("answers_unsupported_claim_%", g.unsupported_claim, None),
     ]
     .into_iter()
     .map(|(name, gv, ev)| vec![name.to_string(), opt(gv), opt(ev)])

@@ -56,10 +56,15 @@ pub struct OdqaArgs {
     /// divided by r^A (0: all passages alike).
     #[arg(value_parser = crate::values::non_negative, long, value_name = "A", default_value_t = lector_pipeline::DEFAULT_RANK_PRIOR)]
     rank_prior: f64,
+    /// Flag an answer as ambiguous while it is at most N times as likely to be right as a
+    /// runner-up from another document that disagrees with it (as `lector ask`).
+    #[arg(value_parser = crate::ask::at_least_one_odds, long, value_name = "N", default_value_t = lector_pipeline::DEFAULT_AMBIGUITY_ODDS)]
+    ambiguity_odds: f64,
     /// Reader checkpoint directory [default: $LECTOR_READER, else the shipped models/reader-minilm-squad].
     #[arg(long, value_name = "DIR")]
     model: Option<PathBuf>,
-    /// Write one JSON line per question: answers, scores, first hit rank, outcome.
+    /// Write one JSON line per question: answers, scores, first hit rank, outcome, whether the
+    /// answer is ambiguous and its readings.
     #[arg(long, value_name = "FILE")]
     per_question: Option<PathBuf>,
     #[command(flatten)]
@@ -67,15 +72,12 @@ pub struct OdqaArgs {
 }
 
 pub fn run(args: &OdqaArgs) -> Result<()> {
-    let (mut withheld, mut titles) = (0, HashSet::new());
+    let mut withheld = 0;
     let (dataset, source, _temp) = match (&args.squad, &args.questions) {
         (Some(path), _) => {
-            let (mut dataset, _) = odqa::squad_questions(path, args.limit, true)?;
-            if let Some(every) = args.withhold_every {
-                let file = squad::read_dataset(path)?;
-                titles = odqa::withheld_titles(&file, every);
-                withheld = odqa::withhold_articles(&mut dataset, &file, &titles);
-            }
+            let (dataset, changed, titles) =
+                squad_with_withheld(path, args.limit, args.withhold_every)?;
+            withheld = changed;
             let (index_dir, temp) = squad_index_dir(args.index.as_deref())?;
             index_paragraphs(path, &index_dir, &args.retrieval, &titles)?;
             (dataset, index_dir, temp)
@@ -107,6 +109,7 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         k: args.k,
         vote: args.vote,
         rank_prior: args.rank_prior,
+        ambiguity_odds: args.ambiguity_odds,
         ..AskOptions::default()
     };
     let bar = progress_bar(0);
@@ -130,8 +133,27 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
     report(&results, input, args)
 }
 
+/// Every question of a SQuAD file (the first `limit`), with the articles `--withhold-every`
+/// keeps out of the index: the questions, how many became unanswerable, the withheld titles.
+pub(super) fn squad_with_withheld(
+    path: &Path,
+    limit: Option<usize>,
+    every: Option<usize>,
+) -> Result<(Dataset, usize, HashSet<Arc<str>>)> {
+    let (mut dataset, _) = odqa::squad_questions(path, limit, true)?;
+    let Some(every) = every else {
+        return Ok((dataset, 0, HashSet::new()));
+    };
+    let file = squad::read_dataset(path)?;
+    let titles = odqa::withheld_titles(&file, every);
+    let withheld = odqa::withhold_articles(&mut dataset, &file, &titles);
+    Ok((dataset, withheld, titles))
+}
+
 /// `--index`, or a temporary directory removed when the returned guard drops.
-fn squad_index_dir(index: Option<&Path>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+pub(super) fn squad_index_dir(
+    index: Option<&Path>,
+) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
     match index {
         Some(dir) => Ok((dir.to_path_buf(), None)),
         None => {
@@ -142,13 +164,13 @@ fn squad_index_dir(index: Option<&Path>) -> Result<(PathBuf, Option<tempfile::Te
 }
 
 /// Adds the paragraphs of a SQuAD file to the index at `dir` (but those of the `withheld`
-/// articles), embedded for dense modes.
-fn index_paragraphs(
+/// articles), embedded for dense modes; returns the document and passage counts.
+pub(super) fn index_paragraphs(
     path: &Path,
     dir: &Path,
     retrieval: &RetrievalOptions,
     withheld: &HashSet<Arc<str>>,
-) -> Result<()> {
+) -> Result<(usize, usize)> {
     let embedder = match retrieval.mode.is_some_and(lector_index::Mode::is_dense) {
         true => Some(lector_pipeline::config::load_embedder(
             retrieval.embedder.as_deref(),
@@ -162,7 +184,7 @@ fn index_paragraphs(
         "index {}: {documents} documents, {passages} passages",
         dir.display()
     );
-    Ok(())
+    Ok((documents, passages))
 }
 
 /// The answerable questions of a SQuAD file.
@@ -213,7 +235,7 @@ fn report(results: &OdqaResults, input: &Path, args: &OdqaArgs) -> Result<()> {
     }
     println!(
         "{} questions ({} unanswerable, {} of them withheld from the index) over {} documents \
-         ({} passages); {}, k = {}; {} abstained; {:.1} s",
+         ({} passages); {}, k = {}; {} abstained; {} of the answers ambiguous; {:.1} s",
         results.dataset.questions.len(),
         results.unanswerable(),
         results.withheld,
@@ -222,6 +244,7 @@ fn report(results: &OdqaResults, input: &Path, args: &OdqaArgs) -> Result<()> {
         results.mode.name(),
         args.k,
         results.abstained(),
+        results.ambiguous(),
         results.seconds
     );
     let ci = format!("{:.0}% CI", settings.confidence * 100.0);

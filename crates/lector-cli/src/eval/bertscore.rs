@@ -1,0 +1,314 @@
+//! `lector eval bertscore`: BERTScore of candidates against references with a local encoder,
+//! identical to the `bert-score` package (0.3.13) for the same model, layer and settings.
+//! The token states come from `lector_models::TokenEncoder`, the scoring from
+//! `lector_eval::bertscore`.
+
+use super::{write_jsonl, BootstrapArgs};
+use crate::table::print_table;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use lector_eval::bertscore::{
+    self, Baseline, Item, Options, Pairing, Prf, TokenStates, Weighting, PACKAGE_BATCH_SIZE,
+};
+use lector_eval::stats::{self, Interval};
+use lector_models::TokenEncoder;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Args)]
+pub struct BertscoreArgs {
+    /// JSON lines `{"id"?: .., "candidate": "...", "references": ["...", ..]}` (or
+    /// `"reference": "..."`); a candidate scores its best reference, per metric, as the package.
+    items: PathBuf,
+    /// Encoder checkpoint directory (BERT, RoBERTa, DistilBERT or XLM-RoBERTa: config.json,
+    /// weights, tokenizer.json); a task head is ignored.
+    #[arg(long, value_name = "DIR")]
+    model: PathBuf,
+    /// The hidden layer whose token states are matched: 0 is the embedding output, the model's
+    /// layer count its last layer [default: the package's tuned layer when the directory name or
+    /// config.json's `_name_or_path` is a model it knows (roberta-large: 17), else the last layer].
+    #[arg(long, value_name = "N")]
+    layer: Option<usize>,
+    /// Weight tokens by their idf over all the items' references (the package's `idf=True`);
+    /// without it every token weighs 1 and [CLS]/[SEP] (<s>/</s>) 0.
+    #[arg(long)]
+    idf: bool,
+    /// Rescale P, R and F1 with the baselines of this file, the row of the layer used
+    /// (the package's `rescale_baseline/<lang>/<model>.tsv` format: `LAYER,P,R,F`).
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Write one JSON line per item: `{"id", "precision", "recall", "f1"}` (for `eval compare`).
+    #[arg(long, value_name = "FILE")]
+    per_item: Option<PathBuf>,
+    #[command(flatten)]
+    bootstrap: BootstrapArgs,
+}
+
+/// Texts per encoder call: the unit of the progress bar.
+const CHUNK: usize = 256;
+
+/// The settings a score depends on, printed with every result: scores from different models,
+/// layers, weightings or baselines do not compare.
+struct Setting {
+    model: String,
+    layer: usize,
+    layers: usize,
+    layer_source: &'static str,
+    idf: bool,
+    baseline: Option<PathBuf>,
+    /// bfloat16 products (`--precision bf16` on a CPU with AVX512-BF16): near, not equal to,
+    /// the package's float32 scores.
+    bf16: bool,
+}
+
+pub fn run(args: &BertscoreArgs) -> Result<()> {
+    let items = bertscore::read_items(&args.items)?;
+    if items.is_empty() {
+        bail!("{}: no items", args.items.display());
+    }
+    let encoder = TokenEncoder::load(&args.model)
+        .with_context(|| format!("cannot load the encoder in {}", args.model.display()))?;
+    let setting = setting(args, &encoder)?;
+    let baseline = match &args.baseline {
+        Some(path) => Some(Baseline::read(path)?.at_layer(setting.layer)?),
+        None => None,
+    };
+    let (texts, pairings) = unique_texts(&items);
+    let states = encode(&encoder, &texts, setting.layer)?;
+    let options = Options {
+        weighting: weighting(args.idf, &encoder),
+        batch_size: PACKAGE_BATCH_SIZE,
+    };
+    let mut scores = bertscore::score(&states, encoder.dim(), &pairings, &options)?;
+    if let Some(b) = baseline {
+        scores = scores.into_iter().map(|s| s.rescaled(b)).collect();
+    }
+    warn_about_degenerate_items(&states, &pairings, &scores);
+    if let Some(path) = &args.per_item {
+        write_per_item(path, &items, &scores)?;
+    }
+    report(args, &setting, &scores)
+}
+
+/// One JSON line per item, `{"id", "precision", "recall", "f1"}` (NaN written as null).
+fn write_per_item(path: &Path, items: &[Item], scores: &[Prf]) -> Result<()> {
+    let rows: Vec<Value> = items
+        .iter()
+        .zip(scores)
+        .map(|(item, s)| {
+            json!({"id": item.id, "precision": s.precision, "recall": s.recall, "f1": s.f1})
+        })
+        .collect();
+    write_jsonl(path, &rows)
+}
+
+/// The layer to use and the model's name, checked against the model.
+fn setting(args: &BertscoreArgs, encoder: &TokenEncoder) -> Result<Setting> {
+    let layers = encoder.layers();
+    let (layer, layer_source) = match args.layer {
+        Some(layer) => (layer, "--layer"),
+        None => match known_model_layer(&args.model) {
+            Some(layer) => (layer, "the package's default for this model"),
+            None => (layers, "the last layer"),
+        },
+    };
+    if layer > layers {
+        bail!(
+            "layer {layer} ({layer_source}): {} has {layers} layers (0 is the embedding output, {layers} the last)",
+            args.model.display()
+        );
+    }
+    Ok(Setting {
+        model: model_name(&args.model),
+        layer,
+        layers,
+        layer_source,
+        idf: args.idf,
+        baseline: args.baseline.clone(),
+        bf16: lector_models::bf16_active(),
+    })
+}
+
+/// The package's default layer for the model in `dir`, found by the directory's name or by
+/// `_name_or_path` in its config.json.
+fn known_model_layer(dir: &Path) -> Option<usize> {
+    let config: Option<Value> = std::fs::read_to_string(dir.join("config.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok());
+    let name_or_path = config
+        .as_ref()
+        .and_then(|c| c["_name_or_path"].as_str())
+        .map(str::to_string);
+    std::iter::once(model_name(dir))
+        .chain(name_or_path)
+        .find_map(|name| bertscore::package_default_layer(&name))
+}
+
+fn model_name(dir: &Path) -> String {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// Each distinct text once (the package embeds each distinct string once too), and the items
+/// as indices into them.
+fn unique_texts(items: &[Item]) -> (Vec<&str>, Vec<Pairing>) {
+    let mut texts = Vec::new();
+    let mut index = HashMap::new();
+    let mut intern = |text| {
+        *index.entry(text).or_insert_with(|| {
+            texts.push(text);
+            texts.len() - 1
+        })
+    };
+    let pairings = items
+        .iter()
+        .map(|item| Pairing {
+            candidate: intern(item.candidate.as_str()),
+            references: item.references.iter().map(|r| intern(r.as_str())).collect(),
+        })
+        .collect();
+    (texts, pairings)
+}
+
+/// The token states of every text at `layer`, with a progress bar on a terminal. Texts go to
+/// the encoder in order of length, so that each call holds texts of about one length.
+fn encode(encoder: &TokenEncoder, texts: &[&str], layer: usize) -> Result<Vec<TokenStates>> {
+    let ids = encoder.tokenize(texts)?;
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| ids[i].len());
+    let bar = progress_bar(texts.len() as u64);
+    let mut states = vec![Vec::new(); texts.len()];
+    for chunk in order.chunks(CHUNK) {
+        let rows: Vec<Vec<u32>> = chunk.iter().map(|&i| ids[i].clone()).collect();
+        for (&i, s) in chunk.iter().zip(encoder.states(&rows, layer)?) {
+            states[i] = s;
+        }
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    Ok(ids
+        .into_iter()
+        .zip(states)
+        .map(|(ids, states)| TokenStates { ids, states })
+        .collect())
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    let style =
+        ProgressStyle::with_template("embedding {wide_bar} {pos}/{len} texts ({per_sec}, {eta})")
+            .expect("valid template");
+    bar.set_style(style);
+    bar
+}
+
+/// The package's weights: idf over the references, or 1 for every token but the tokenizer's
+/// `cls_token` and `sep_token`.
+fn weighting(idf: bool, encoder: &TokenEncoder) -> Weighting {
+    if idf {
+        return Weighting::Idf;
+    }
+    let zero = [encoder.cls_token_id(), encoder.sep_token_id()];
+    Weighting::Uniform {
+        zero: zero.into_iter().flatten().collect(),
+    }
+}
+
+/// Says what the package would say about empty texts (two tokens: special tokens alone, its
+/// test), and where scores are NaN.
+fn warn_about_degenerate_items(texts: &[TokenStates], pairings: &[Pairing], scores: &[Prf]) {
+    let empty = |text: usize| texts[text].ids.len() == 2;
+    let empty_candidates = pairings.iter().filter(|p| empty(p.candidate)).count();
+    let empty_references = pairings
+        .iter()
+        .filter(|p| p.references.iter().any(|&r| empty(r)))
+        .count();
+    if empty_candidates > 0 {
+        eprintln!("warning: {empty_candidates} empty candidates score P = R = F1 = 0");
+    }
+    if empty_references > 0 {
+        eprintln!(
+            "warning: {empty_references} items have an empty reference, which scores P = R = F1 = 0"
+        );
+    }
+    let nan = scores
+        .iter()
+        .filter(|s| s.precision.is_nan() || s.recall.is_nan())
+        .count();
+    if nan > 0 {
+        eprintln!(
+            "warning: {nan} items have a NaN precision or recall: every token of a text weighs 0 \
+             (with --idf, a text made only of tokens found in every reference), as in the package"
+        );
+    }
+}
+
+fn report(args: &BertscoreArgs, setting: &Setting, scores: &[Prf]) -> Result<()> {
+    let settings = args.bootstrap.settings();
+    let metric = |pick: fn(&Prf) -> f64| -> Interval {
+        let values: Vec<f64> = scores.iter().map(pick).collect();
+        stats::bootstrap_mean(&values, &settings)
+    };
+    let intervals = [
+        ("precision", metric(|s| s.precision)),
+        ("recall", metric(|s| s.recall)),
+        ("f1", metric(|s| s.f1)),
+    ];
+    if args.json {
+        let mut out = Map::new();
+        out.insert("items".into(), scores.len().into());
+        out.insert("model".into(), setting.model.clone().into());
+        out.insert("layer".into(), setting.layer.into());
+        out.insert("layers".into(), setting.layers.into());
+        out.insert("idf".into(), setting.idf.into());
+        let baseline = setting.baseline.as_ref().map(|p| p.display().to_string());
+        out.insert("baseline".into(), baseline.into());
+        // The arithmetic of the encoder's products (`--precision`).
+        let products = if setting.bf16 { "bf16" } else { "f32" };
+        out.insert("products".into(), products.into());
+        out.insert("confidence".into(), settings.confidence.into());
+        for (name, interval) in intervals {
+            out.insert(name.into(), serde_json::to_value(interval)?);
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let on_off = |on: bool| if on { "on" } else { "off" };
+    let baseline = match &setting.baseline {
+        Some(path) => format!("on ({})", path.display()),
+        None => "off".into(),
+    };
+    println!(
+        "{} items; model {}, layer {} of {} ({}), idf {}, baseline {}{}",
+        scores.len(),
+        setting.model,
+        setting.layer,
+        setting.layers,
+        setting.layer_source,
+        on_off(setting.idf),
+        baseline,
+        if setting.bf16 { ", bf16 products" } else { "" }
+    );
+    println!("(scores from different models, layers, idf or baseline settings do not compare)");
+    let rows: Vec<Vec<String>> = intervals
+        .iter()
+        .map(|(name, i)| {
+            vec![
+                name.to_string(),
+                format!("{:.4}", i.mean),
+                format!("[{:.4}, {:.4}]", i.low, i.high),
+            ]
+        })
+        .collect();
+    let ci = format!("{:.0}% CI", settings.confidence * 100.0);
+    print_table(&["metric", "mean", &ci], &rows);
+    Ok(())
+}

@@ -328,11 +328,13 @@ fn parse_part(text: &str, digits: usize) -> Option<u32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use lector_index::Span;
 
-    fn reading(
+    /// A passage of document `doc` in which the reader read `answers` (text, span probability),
+    /// best first, against the no-answer score `null`.
+    pub(crate) fn reading(
         doc: &str,
         date: Option<&str>,
         null: f64,

@@ -108,52 +108,10 @@ fn is_best_span_of_its_passage(candidate: &Candidate, passages: &[PassageReading
 mod tests {
     use super::*;
     use crate::aggregate::{aggregate, Aggregation};
-    use lector_index::{Hit, Span};
-    use lector_reader::Answer;
 
-    /// A passage of document `doc` in which the reader read `answers` (text, span probability),
-    /// best first, against the no-answer score `null`.
+    /// A passage of document `doc` in which the reader read `answers` against `null`.
     fn passage(doc: &str, null: f64, answers: &[(&str, f64)]) -> PassageReading {
-        let text = answers
-            .iter()
-            .map(|(a, _)| *a)
-            .collect::<Vec<_>>()
-            .join(" | ");
-        let mut at = 0;
-        let answers = answers
-            .iter()
-            .map(|&(a, score)| {
-                let start = at;
-                at += a.chars().count() + 3;
-                Answer {
-                    answer: a.into(),
-                    score,
-                    start,
-                    end: start + a.chars().count(),
-                }
-            })
-            .collect();
-        let chars = text.chars().count();
-        PassageReading {
-            hit: Hit {
-                doc_id: doc.into(),
-                title: None,
-                passage: 0,
-                span: Span {
-                    byte_start: 0,
-                    byte_end: text.len(),
-                    char_start: 0,
-                    char_end: chars,
-                },
-                text,
-                score: 1.0,
-                sources: Vec::new(),
-            },
-            date: None,
-            answers,
-            null_score: null,
-            na_prob: 0.0,
-        }
+        crate::aggregate::tests::reading(doc, None, null, answers)
     }
 
     /// The readings' texts, aggregated without a rank prior and with the given confidences (by

@@ -197,8 +197,19 @@ fn retrieve_passages(
     let index = Index::open(dir)?;
     let (search, embedder) = retrieval.config().resolve(&index, &notify)?;
     let retriever = index.retriever(&search, embedder.as_deref())?;
+    passages_for(rerank, retriever.as_ref(), question, k)
+}
+
+/// The top `k` passages `retriever` gives `question`, reranked when --rerank is given, as the
+/// generator takes them.
+pub(crate) fn passages_for(
+    rerank: &RerankOptions,
+    retriever: &dyn lector_index::Retriever,
+    question: &str,
+    k: usize,
+) -> Result<Vec<Passage>> {
     Ok(rerank
-        .retrieve(retriever.as_ref(), question, k)?
+        .retrieve(retriever, question, k)?
         .into_iter()
         .map(|h| Passage {
             doc_id: h.doc_id,

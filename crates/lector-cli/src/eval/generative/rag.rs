@@ -146,7 +146,9 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
     let answered = evaluate::generate_retrieved(
         generator.as_ref(),
         &dataset,
-        &mut |q: &Question| retrieve(&rag.rerank, retriever.as_ref(), &q.question, rag.k),
+        &mut |q: &Question| {
+            crate::ask::passages_for(&rag.rerank, retriever.as_ref(), &q.question, rag.k)
+        },
         &options,
         order,
         &mut || bar.inc(1),
@@ -232,24 +234,6 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         extras.insert("judge".into(), j.summary());
     }
     report(args, &setting, &figures, &counts(&rows, &generated), extras)
-}
-
-/// The top `k` passages for `question`, reranked when --rerank is given.
-fn retrieve(
-    rerank: &RerankOptions,
-    retriever: &dyn lector_index::Retriever,
-    question: &str,
-    k: usize,
-) -> Result<Vec<Passage>> {
-    Ok(rerank
-        .retrieve(retriever, question, k)?
-        .into_iter()
-        .map(|h| Passage {
-            doc_id: h.doc_id,
-            title: h.title,
-            text: h.text,
-        })
-        .collect())
 }
 
 /// What the prompt showed and what the answer cites, on a per-question row.

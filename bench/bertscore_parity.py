@@ -155,6 +155,8 @@ def main():
     print("lector F1 by kind: " + ", ".join(f"{k} {sum(v) / len(v):.4f}" for k, v in mean_f1.items()))
     print(f"lector eval bertscore: {lector_seconds:.2f} s wall")
     print(f"bert-score {package['package'].split()[-1]}: {package_seconds:.2f} s wall, {package['seconds']:.2f} s in score()")
+    print(f"ratio (bert-score wall / lector wall): {package_seconds / lector_seconds:.1f}x "
+          "(one run each: rerun a few times and quote the median)")
 
 
 if __name__ == "__main__":

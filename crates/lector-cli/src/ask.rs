@@ -6,7 +6,7 @@ use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt_prob, print_table};
 use anyhow::Result;
 use clap::Args;
-use lector_generate::grounded::Passage;
+use lector_generate::grounded::{Layout, Passage, Reading};
 use lector_index::Index;
 use lector_pipeline::{AskOptions, Built, Response};
 use lector_reader::{ReadParams, WindowProbabilities};
@@ -42,8 +42,8 @@ pub struct AskArgs {
     #[arg(long)]
     prefer_recent: bool,
     /// Say the answer is ambiguous while it is at most N times as likely to be right as a
-    /// runner-up from another document that disagrees with it (calibrated confidences, else the
-    /// raw probabilities; 3: odds "not worth more than a bare mention").
+    /// runner-up from another document that disagrees with it (calibrated confidences: needs a
+    /// confidence map from `lector calibrate`; 3: odds "not worth more than a bare mention").
     #[arg(value_parser = at_least_one_odds, long, value_name = "N", default_value_t = lector_pipeline::DEFAULT_AMBIGUITY_ODDS)]
     ambiguity_odds: f64,
     /// Show the retrieved passages with retrieval and reader scores, and the reader's start/end
@@ -85,18 +85,7 @@ pub fn run(args: AskArgs) -> Result<()> {
         &args.retrieval,
         &args.rerank,
     )?;
-    let options = AskOptions {
-        search: Some(search),
-        k: args.k,
-        vote: args.vote,
-        rank_prior: args.rank_prior,
-        prefer_recent: args.prefer_recent,
-        read: ReadParams {
-            top_k: args.answers_per_passage,
-            ..ReadParams::default()
-        },
-        ambiguity_odds: args.ambiguity_odds,
-    };
+    let options = ask_options(&args, search);
     let response = match args.hops.hops {
         1 => pipeline.ask(&args.question, &options)?,
         _ => {
@@ -140,32 +129,47 @@ pub fn run(args: AskArgs) -> Result<()> {
     Ok(())
 }
 
+/// The pipeline's options from the command line, retrieving with `search`.
+fn ask_options(args: &AskArgs, search: lector_index::SearchOptions) -> AskOptions {
+    AskOptions {
+        search: Some(search),
+        k: args.k,
+        vote: args.vote,
+        rank_prior: args.rank_prior,
+        prefer_recent: args.prefer_recent,
+        read: ReadParams {
+            top_k: args.answers_per_passage,
+            ..ReadParams::default()
+        },
+        ambiguity_odds: args.ambiguity_odds,
+    }
+}
+
 /// `ask --generate`: retrieve (unless closed book), prompt, generate with streaming, check.
 fn run_generative(args: &AskArgs) -> Result<()> {
     let options = args.generator.options()?;
-    let (passages, retrieve_ms) = if args.closed_book {
-        (None, 0.0)
+    let (passages, layout, retrieve_ms) = if args.closed_book {
+        (None, Layout::default(), 0.0)
     } else {
         let start = Instant::now();
-        let passages = retrieve_passages(
-            &args.dir.path(),
-            &args.retrieval,
-            &args.rerank,
-            &args.question,
-            args.k,
-        )?;
-        (Some(passages), start.elapsed().as_secs_f64() * 1000.0)
+        let (passages, layout) = grounding(args)?;
+        (
+            Some(passages),
+            layout,
+            start.elapsed().as_secs_f64() * 1000.0,
+        )
     };
     let generator = args.generator.load()?;
     let stream = !args.json;
     if stream {
         print!("answer: ");
     }
-    let answered = lector_generate::grounded::answer(
+    let answered = lector_generate::grounded::answer_with(
         generator.as_ref(),
         &args.question,
         passages.as_deref(),
         &options,
+        &layout,
         &mut |piece| {
             if stream {
                 print!("{piece}");
@@ -176,6 +180,8 @@ fn run_generative(args: &AskArgs) -> Result<()> {
     )?;
     if args.json {
         let mut out = serde_json::to_value(&answered)?;
+        // The answer as the user gets it (with lector's sentence naming the readings, if any).
+        out["text"] = answered.text().into();
         out["generator"] = generator.name().into();
         out["timings"]["retrieve_ms"] = retrieve_ms.into();
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -184,6 +190,45 @@ fn run_generative(args: &AskArgs) -> Result<()> {
         crate::generate::print_answered(&answered, &generator.name(), retrieve_ms);
     }
     Ok(())
+}
+
+/// The passages a generated answer comes from and how the prompt shows them. On an index with a
+/// confidence map the reader reads the same passages first, so that when the documents disagree
+/// ([`lector_pipeline::ambiguity`]) the answer names every reading; without a map nothing can be
+/// flagged, and the reader is not loaded.
+fn grounding(args: &AskArgs) -> Result<(Vec<Passage>, Layout)> {
+    let dir = args.dir.path();
+    let has_map = lector_pipeline::Calibration::load(&dir)?.is_some_and(|c| c.confidence.is_some());
+    if !has_map {
+        let passages =
+            retrieve_passages(&dir, &args.retrieval, &args.rerank, &args.question, args.k)?;
+        return Ok((passages, Layout::default()));
+    }
+    let Built {
+        pipeline, search, ..
+    } = open_pipeline(&dir, args.model.as_deref(), &args.retrieval, &args.rerank)?;
+    let response = pipeline.ask(&args.question, &ask_options(args, search))?;
+    let passages = response
+        .passages
+        .iter()
+        .map(|p| Passage {
+            doc_id: p.hit.doc_id.clone(),
+            title: p.hit.title.clone(),
+            text: p.hit.text.clone(),
+        })
+        .collect();
+    let readings = response
+        .reading_passages()
+        .into_iter()
+        .map(|(text, passage)| Reading { text, passage })
+        .collect();
+    Ok((
+        passages,
+        Layout {
+            readings,
+            ..Layout::default()
+        },
+    ))
 }
 
 /// The top `k` passages for `question` from the index in `dir`.
@@ -343,20 +388,15 @@ fn print_readings(r: &Response) {
     }
 }
 
-/// "ambiguous: the documents disagree — A (doc X, confidence 48%) or B (doc Y, 41%)"; without a
-/// confidence map the probabilities are the raw ones and say so.
+/// "ambiguous: the documents disagree — A (doc X, confidence 48%) or B (doc Y, 41%)" (only
+/// calibrated answers are flagged, so every reading has a confidence).
 fn ambiguity_line(readings: &[&lector_pipeline::Candidate]) -> String {
-    let calibrated = readings.iter().all(|c| c.confidence.is_some());
     let named: Vec<String> = readings
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let p = fmt_confidence(lector_pipeline::ambiguity::probability(c));
-            let what = match (i, calibrated) {
-                (0, true) => format!("confidence {p}"),
-                (0, false) => format!("raw probability {p}, uncalibrated"),
-                _ => p,
-            };
+            let p = c.confidence.map(fmt_confidence).unwrap_or_default();
+            let what = if i == 0 { format!("confidence {p}") } else { p };
             format!("{} (doc {}, {what})", c.text, c.evidence.doc_id)
         })
         .collect();

@@ -134,6 +134,24 @@ pub fn print_answered(a: &lector_generate::grounded::Answered, generator: &str, 
         }
     );
     println!("refusal: {}", if answer.refused { "yes" } else { "no" });
+    if let Some(d) = &a.disagreement {
+        let readings: Vec<String> = d
+            .readings
+            .iter()
+            .map(|r| {
+                let by = match (r.named_by_model, d.added.is_some()) {
+                    (true, _) => "named by the model",
+                    (false, true) => "added by lector",
+                    (false, false) => "not named: the model refused",
+                };
+                format!("{} [{}] (doc {}, {by})", r.text, r.number, r.doc_id)
+            })
+            .collect();
+        println!(
+            "ambiguous: the documents disagree — {}",
+            readings.join(" or ")
+        );
+    }
     if let Some(prompt) = &a.prompt {
         for c in &answer.citations {
             let title = c

@@ -1,9 +1,10 @@
-//! `lector eval judge` through the binary against a scripted OpenAI-compatible server on the
-//! loopback interface. The script reads the prompt: a correctness judge that says correct when
+//! `lector eval judge`, `eval faithfulness --judge` and `eval generative --judge-claims` through
+//! the binary against a scripted OpenAI-compatible server on the loopback interface. The script reads the prompt: a correctness judge that says correct when
 //! the candidate names "Denver Broncos" (partially correct for "Denver" alone), in three reply
 //! formats and one malformed reply; a pairwise judge that prefers the answer naming the Broncos,
 //! except on "biased" questions where it always prefers the answer shown first; a faithfulness
-//! judge checking the answer's words against the passage. The server counts requests and the
+//! judge checking the answer's (or claim's) words against the passage; and, asked as the
+//! generator of a retrieval-augmented run, one fixed cited answer. The server counts requests and the
 //! most in flight at once, to prove the cache and the concurrency limit.
 
 mod common;
@@ -104,9 +105,15 @@ fn script(prompt: &str) -> String {
     if let (Some(a), Some(b)) = (field(prompt, "Answer A"), field(prompt, "Answer B")) {
         return pairwise(field(prompt, "Question").unwrap_or(""), a, b);
     }
+    if prompt.contains("Answer with citations:") {
+        // Asked as the generator of a retrieval-augmented run.
+        return "The Denver Broncos won Super Bowl 50 [1].".into();
+    }
     let (passage, answer) = (
         field(prompt, "Passage").unwrap(),
-        field(prompt, "Answer").unwrap(),
+        field(prompt, "Answer")
+            .or_else(|| field(prompt, "Claim"))
+            .unwrap(),
     );
     let supported = answer
         .split_whitespace()
@@ -367,6 +374,116 @@ fn faithfulness_judges_answers_against_passages() {
         json!({"supported": 1, "not_supported": 1, "unparseable": 0})
     );
     assert_eq!(summary["agreement"]["accuracy"], 1.0);
+}
+
+#[test]
+fn a_judge_decides_the_claims_of_a_faithfulness_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let passage = "The Denver Broncos defeated the Carolina Panthers 24-10 to win Super Bowl 50.";
+    let set = dir.path().join("claims.jsonl");
+    let lines = [
+        json!({"id": "c1", "passage": passage, "claim": "The Denver Broncos defeated the Carolina Panthers", "label": "supported", "kind": "copied"}),
+        json!({"id": "c2", "passage": passage, "claim": "The New England Patriots defeated the Carolina Panthers", "label": "unsupported", "kind": "entity"}),
+        json!({"id": "c3", "passage": passage, "claim": "The Broncos won Super Bowl 50", "label": "supported", "kind": "paraphrased"}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&set, text).unwrap();
+    let server = scripted_server();
+    let per_claim = dir.path().join("per-claim.jsonl");
+    let out: Value = serde_json::from_str(&ok(&lector(&[
+        "eval",
+        "faithfulness",
+        &set.to_string_lossy(),
+        "--judge",
+        "--endpoint",
+        &server.url,
+        "--api-model",
+        "judge-model",
+        "--per-claim",
+        &per_claim.to_string_lossy(),
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(server.stats.requests.load(Ordering::SeqCst), 3);
+    // The scripted judge wants every word in the passage: "won" is not, so c3 fails.
+    let judge = &out["checkers"]["judge"];
+    assert_eq!(judge["model"], "judge-model", "{out}");
+    assert!(
+        (judge["accuracy"].as_f64().unwrap() - 200.0 / 3.0).abs() < 1e-9,
+        "{out}"
+    );
+    assert_eq!(judge["auroc"], 0.75, "{out}");
+    let rows: Vec<Value> = std::fs::read_to_string(&per_claim)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let verdicts: Vec<&Value> = rows.iter().map(|r| &r["judge_supported"]).collect();
+    assert_eq!(verdicts, [&json!(true), &json!(false), &json!(false)]);
+    // Without --judge there is no judge checker and no request.
+    let plain: Value = serde_json::from_str(&ok(&lector(&[
+        "eval",
+        "faithfulness",
+        &set.to_string_lossy(),
+        "--json",
+    ])))
+    .unwrap();
+    assert!(plain["checkers"]["judge"].is_null(), "{plain}");
+}
+
+#[test]
+fn a_retrieval_augmented_run_lets_the_judge_decide_each_claim() {
+    let server = scripted_server();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/squad-v1.1-sample.json");
+    let run = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "eval",
+            "generative",
+            "--squad",
+            sample.to_str().unwrap(),
+            "--limit",
+            "2",
+            "--retrieve",
+            "--k",
+            "2",
+            "--endpoint",
+            &server.url,
+            "--api-model",
+            "generator-model",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ok(&lector(&args))).unwrap()
+    };
+    let judged = run(&[
+        "--judge-endpoint",
+        &server.url,
+        "--judge-api-model",
+        "judge-model",
+        "--judge-claims",
+    ]);
+    assert_eq!(judged["claims_checked_by"], "judge judge-model", "{judged}");
+    // Two answers, each one claim, each claim one judge request; plus two generations and two
+    // correctness verdicts.
+    assert_eq!(judged["counts"]["claims"], 2, "{judged}");
+    assert_eq!(server.stats.requests.load(Ordering::SeqCst), 6);
+    let lexical = run(&[]);
+    assert_eq!(lexical["claims_checked_by"], "lexical");
+    let refused = fails(&lector(&[
+        "eval",
+        "generative",
+        "--squad",
+        sample.to_str().unwrap(),
+        "--limit",
+        "1",
+        "--retrieve",
+        "--endpoint",
+        &server.url,
+        "--api-model",
+        "generator-model",
+        "--judge-claims",
+    ]));
+    assert!(refused.contains("--judge-claims needs"), "{refused}");
 }
 
 #[test]

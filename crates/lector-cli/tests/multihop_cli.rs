@@ -5,10 +5,8 @@
 
 mod common;
 
-use common::{lector, ok};
+use common::{lector, ok, scripted_endpoint};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -245,48 +243,6 @@ fn ask_with_two_hops_shows_the_chain_and_the_time_of_each_hop() {
     let bad = lector(&["ask", question, "--index", &index, "--hops", "3"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--hops"));
-}
-
-/// An OpenAI-compatible endpoint that answers every chat completion with `reply` and keeps
-/// the request bodies; returns its base URL.
-fn scripted_endpoint(reply: &'static str, requests: Arc<Mutex<Vec<String>>>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-                if line == "\r\n" || line.is_empty() {
-                    break;
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            requests
-                .lock()
-                .unwrap()
-                .push(String::from_utf8(body).unwrap());
-            let out = serde_json::json!({
-                "choices": [{"message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 10}
-            })
-            .to_string();
-            write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
-                out.len()
-            )
-            .unwrap();
-        }
-    });
-    url
 }
 
 #[test]

@@ -218,12 +218,16 @@ pub fn generate_retrieved<E: std::fmt::Display>(
         };
         let passages = retrieve(q)
             .map_err(|e| in_question(Error::Invalid(format!("retrieving passages: {e}"))))?;
-        let answered = grounded::answer_ordered(
+        let layout = grounded::Layout {
+            order,
+            ..grounded::Layout::default()
+        };
+        let answered = grounded::answer_with(
             generator,
             &q.question,
             Some(&passages),
             options,
-            order,
+            &layout,
             &mut |_| ControlFlow::Continue(()),
         )
         .map_err(in_question)?;
@@ -507,6 +511,7 @@ mod tests {
                 prompt_tokens: 0,
             }),
             answer: grounded::check(text, passages, Some(&prompt)),
+            disagreement: None,
             generation: Generation {
                 text: text.into(),
                 finish_reason: FinishReason::EndOfText,
@@ -598,6 +603,7 @@ mod faithfulness_tests {
             question: "Who won?".into(),
             prompt: None,
             answer: grounded::check(text, &passages, Some(&prompt)),
+            disagreement: None,
             generation: Generation {
                 text: text.into(),
                 finish_reason: FinishReason::EndOfText,

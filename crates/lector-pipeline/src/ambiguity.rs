@@ -11,14 +11,19 @@
 //! 3. it is the reader's best span in its passage: what that document says, not an alternative
 //!    span the reader ranked below another answer in the same passage (a passage whose best span
 //!    is the top answer agrees with it, whatever else it mentions);
-//! 4. the top answer is at most [`AskOptions::ambiguity_odds`](crate::AskOptions::ambiguity_odds)
+//! 4. the document says it: the runner-up's own no-answer probability (the logistic of minus its
+//!    [`Candidate::log_odds`]) is at most the threshold the answer passed, so the pipeline would
+//!    answer with it had it been the top candidate (a span the reader ranks below its passage's
+//!    "no answer" is not what that passage says, however the confidence map rates it: the map is
+//!    fitted on answers, and says little about spans that would not be given as one);
+//! 5. the top answer is at most [`AskOptions::ambiguity_odds`](crate::AskOptions::ambiguity_odds)
 //!    times as likely to be right as it: `p_top <= odds * p_runner_up`, with `p_runner_up > 0`.
 //!
 //! `p` is the candidate's calibrated confidence ([`Candidate::confidence`], from the index's
-//! confidence map) or, without a map, its own probability: the logistic of its
-//! [`Candidate::log_odds`] (the span against its passage's no-answer score). Those raw
-//! probabilities crowd just under 1 (log-odds 13 and 3 are 0.999998 and 0.95), so without a map
-//! far more answers are flagged: calibrate the index (`lector calibrate`) for a useful flag.
+//! confidence map). Without a map nothing is flagged: the reader's own probabilities (the
+//! logistic of [`Candidate::log_odds`], the span against its passage's no-answer score) crowd
+//! just under 1 (log-odds 13 and 3 are 0.999998 and 0.95), so any two answers look "close" and
+//! nearly every answer would be. Calibrate the index (`lector calibrate`) to get the flag.
 //!
 //! **Why odds of 3** ([`DEFAULT_AMBIGUITY_ODDS`]). Two different answers cannot both be right, so
 //! given that one of them is, the top one is right with probability `p_top / (p_top +
@@ -42,22 +47,23 @@ pub const DEFAULT_AMBIGUITY_ODDS: f64 = 3.0;
 
 /// The readings of an answer, as indices into `candidates` (best first): the top answer (0) and
 /// every disagreeing runner-up (see the [module documentation](self)), or nothing when no
-/// runner-up disagrees. `passages` are the passages read, in retrieval order (each candidate's
-/// [`Evidence::rank`](crate::Evidence::rank) indexes them). Call it only for an answer, not an
-/// abstention.
+/// runner-up disagrees or the candidates carry no calibrated confidence. `passages` are the passages read, in retrieval order (each candidate's
+/// [`Evidence::rank`](crate::Evidence::rank) indexes them); `threshold` is the no-answer
+/// threshold the answer passed. Call it only for an answer, not an abstention.
 pub fn disagreeing_readings(
     candidates: &[Candidate],
     passages: &[PassageReading],
     odds: f64,
+    threshold: f64,
 ) -> Vec<usize> {
-    let Some(top) = candidates.first() else {
+    let Some(top_probability) = candidates.first().and_then(|c| c.confidence) else {
         return Vec::new();
     };
-    let top_probability = probability(top);
     let mut readings = vec![0];
     for (i, runner_up) in candidates.iter().enumerate().skip(1) {
-        let p = probability(runner_up);
-        let close = p > 0.0 && top_probability <= odds * p;
+        let p = runner_up.confidence.unwrap_or(0.0);
+        let answered = 1.0 / (1.0 + runner_up.log_odds.exp()) <= threshold;
+        let close = answered && p > 0.0 && top_probability <= odds * p;
         let distinct = readings.iter().all(|&r| {
             let kept = &candidates[r];
             kept.evidence.doc_id != runner_up.evidence.doc_id
@@ -72,14 +78,6 @@ pub fn disagreeing_readings(
     } else {
         Vec::new()
     }
-}
-
-/// The probability that a candidate is right: its calibrated confidence, else the logistic of its
-/// log-odds against "no answer".
-pub fn probability(candidate: &Candidate) -> f64 {
-    candidate
-        .confidence
-        .unwrap_or_else(|| 1.0 / (1.0 + (-candidate.log_odds).exp()))
 }
 
 /// Whether one answer's normalised text contains the other's as whole words (also when either
@@ -130,7 +128,7 @@ mod tests {
         for c in &mut candidates {
             c.confidence = confidence(&c.text);
         }
-        disagreeing_readings(&candidates, passages, DEFAULT_AMBIGUITY_ODDS)
+        disagreeing_readings(&candidates, passages, DEFAULT_AMBIGUITY_ODDS, 0.5)
             .into_iter()
             .map(|i| candidates[i].text.clone())
             .collect()
@@ -159,19 +157,26 @@ mod tests {
     }
 
     #[test]
-    fn without_a_map_the_raw_probabilities_follow_the_same_rule() {
-        // Log-odds ln(0.6 / 0.01) and ln(0.5 / 0.01): probabilities 0.98 and 0.98.
+    fn without_a_map_nothing_is_flagged() {
+        // Log-odds ln(0.6 / 0.01) and ln(0.5 / 0.01): raw probabilities 0.98 and 0.98, as close
+        // as two answers get, and still no flag without calibrated confidences.
         let close = [
             passage("guide", 0.01, &[("1893", 0.6)]),
             passage("almanac", 0.01, &[("1887", 0.5)]),
         ];
-        assert_eq!(readings(&close, &|_| None), ["1893", "1887"]);
-        // Probabilities 0.98 and 0.2: the top is nearly five times as likely.
-        let far = [
+        assert!(readings(&close, &|_| None).is_empty());
+        assert_eq!(readings(&close, &|_| Some(0.5)), ["1893", "1887"]);
+    }
+
+    #[test]
+    fn a_span_below_its_passage_no_answer_score_is_no_reading() {
+        // The almanac's 1887 loses to its passage's "no answer" (log-odds ln(0.3 / 0.6)): the
+        // reader would not give it, whatever confidence a map puts on it.
+        let passages = [
             passage("guide", 0.01, &[("1893", 0.6)]),
-            passage("almanac", 0.4, &[("1887", 0.1)]),
+            passage("almanac", 0.6, &[("1887", 0.3)]),
         ];
-        assert!(readings(&far, &|_| None).is_empty());
+        assert!(readings(&passages, &|_| Some(0.5)).is_empty());
     }
 
     #[test]
@@ -182,7 +187,7 @@ mod tests {
             passage("c", 0.01, &[("in 1887", 0.5)]),
         ];
         assert_eq!(
-            readings(&passages, &|_| None),
+            readings(&passages, &|_| Some(0.5)),
             ["Denver Broncos", "in 1887"]
         );
         assert!(nested("Broncos.", "Denver Broncos"));
@@ -200,13 +205,13 @@ mod tests {
             passage("a", 0.01, &[("1893", 0.6)]),
             passage("a", 0.01, &[("1887", 0.5)]),
         ];
-        assert!(readings(&same_document, &|_| None).is_empty());
+        assert!(readings(&same_document, &|_| Some(0.5)).is_empty());
         // Document b's best span is the top answer: b agrees, though it also mentions 1887.
         let agreeing = [
             passage("a", 0.01, &[("1893", 0.6)]),
             passage("b", 0.01, &[("1893", 0.5), ("1887", 0.45)]),
         ];
-        assert!(readings(&agreeing, &|_| None).is_empty());
+        assert!(readings(&agreeing, &|_| Some(0.5)).is_empty());
         // One reading per document: c's 1901 is kept, c's weaker 1902 is not.
         let three = [
             passage("a", 0.01, &[("1893", 0.6)]),
@@ -214,13 +219,13 @@ mod tests {
             passage("c", 0.01, &[("1901", 0.5)]),
             passage("c", 0.01, &[("1902", 0.45)]),
         ];
-        assert_eq!(readings(&three, &|_| None), ["1893", "1887", "1901"]);
+        assert_eq!(readings(&three, &|_| Some(0.5)), ["1893", "1887", "1901"]);
     }
 
     #[test]
     fn a_single_candidate_or_none_has_no_readings() {
         let one = [passage("a", 0.01, &[("1893", 0.6)])];
-        assert!(readings(&one, &|_| None).is_empty());
-        assert!(disagreeing_readings(&[], &[], DEFAULT_AMBIGUITY_ODDS).is_empty());
+        assert!(readings(&one, &|_| Some(0.5)).is_empty());
+        assert!(disagreeing_readings(&[], &[], DEFAULT_AMBIGUITY_ODDS, 0.5).is_empty());
     }
 }

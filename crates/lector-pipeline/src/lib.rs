@@ -124,8 +124,8 @@ pub struct Response {
     /// Every candidate, best first: the answer, then the runner-ups (also when abstaining).
     pub candidates: Vec<Candidate>,
     /// The documents disagree: a runner-up from another document gives a different answer
-    /// nearly as likely to be right ([`ambiguity`]). Always false when abstaining, and for
-    /// multi-hop answers ([`Pipeline::ask_hops`]).
+    /// nearly as likely to be right ([`ambiguity`]). Always false when abstaining, without a
+    /// confidence map, and for multi-hop answers ([`Pipeline::ask_hops`]).
     pub ambiguous: bool,
     /// When `ambiguous`, the readings as indices into `candidates`: the answer (0), then each
     /// disagreeing runner-up, best first (their evidence is the candidates'); else empty.
@@ -141,6 +141,20 @@ pub struct Response {
     /// How a multi-hop answer was found ([`Pipeline::ask_hops`] only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hops: Option<HopTrace>,
+}
+
+impl Response {
+    /// The readings of an ambiguous answer, the answer first, as (text, index into `passages`
+    /// of the passage that says it); empty when the answer is not ambiguous.
+    pub fn reading_passages(&self) -> Vec<(String, usize)> {
+        self.readings
+            .iter()
+            .map(|&i| {
+                let c = &self.candidates[i];
+                (c.text.clone(), c.evidence.rank - 1)
+            })
+            .collect()
+    }
 }
 
 /// The slow stages of [`Pipeline::ask_many`].
@@ -444,8 +458,12 @@ fn flag_disagreement(response: &mut Response, odds: f64) {
     if response.answer.is_none() {
         return;
     }
-    response.readings =
-        ambiguity::disagreeing_readings(&response.candidates, &response.passages, odds);
+    response.readings = ambiguity::disagreeing_readings(
+        &response.candidates,
+        &response.passages,
+        odds,
+        response.threshold,
+    );
     response.ambiguous = !response.readings.is_empty();
 }
 

@@ -57,8 +57,8 @@ pub struct AskRequest {
     #[serde(default = "default_rank_prior")]
     pub rank_prior: f64,
     /// Flag the answer as ambiguous while it is at most this many times as likely to be right
-    /// as a disagreeing runner-up from another document (at least 1; see
-    /// [`lector_pipeline::ambiguity`]).
+    /// as a disagreeing runner-up from another document (at least 1; calibrated confidences, so
+    /// only on an index with a confidence map; see [`lector_pipeline::ambiguity`]).
     #[serde(default = "default_ambiguity_odds")]
     pub ambiguity_odds: f64,
     /// Answers kept per passage (the runner-ups come from these).

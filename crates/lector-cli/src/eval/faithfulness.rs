@@ -6,10 +6,12 @@
 //! by the lexical claim checker (`lector_generate::claims::check_text`) and scored by the word
 //! overlap of `grounded::support`. Reported: the AUROC of each score for "unsupported" (ranking
 //! by one minus the score), the accuracy of each checker at its own threshold, and per kind of
-//! claim the accuracy of both and the checker's most frequent failure.
+//! claim the accuracy of both and the checker's most frequent failure. With `--judge`, an LLM
+//! judge (the generator options: a local GGUF or an OpenAI-compatible endpoint) also decides
+//! each claim against its passage, reported as a third checker.
 
 use crate::table::print_table;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use lector_eval::normalize::normalized_tokens;
 use lector_eval::stats::auroc::auroc;
@@ -30,6 +32,12 @@ pub struct FaithfulnessArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// Also let an LLM judge decide each claim (the model given by the generator options, as
+    /// `lector eval judge` takes it).
+    #[arg(long)]
+    judge: bool,
+    #[command(flatten)]
+    generator: crate::generate::GeneratorArgs,
 }
 
 #[derive(Deserialize)]
@@ -53,6 +61,8 @@ struct Scored {
     item: Item,
     claims: claims::ClaimVerdict,
     overlap: f64,
+    /// The judge's verdict, with `--judge`.
+    judged: Option<claims::ClaimVerdict>,
 }
 
 impl Scored {
@@ -76,15 +86,26 @@ pub fn run(args: &FaithfulnessArgs) -> Result<()> {
     if items.is_empty() {
         bail!("{}: no claims", args.set.display());
     }
-    let scored: Vec<Scored> = items.into_iter().map(score).collect();
+    let mut scored: Vec<Scored> = items.into_iter().map(score).collect();
+    let judge_model = match args.judge {
+        true => Some(judge_all(args, &mut scored)?),
+        false => None,
+    };
     if let Some(path) = &args.per_claim {
         super::write_jsonl(path, &scored.iter().map(per_claim).collect::<Vec<_>>())?;
     }
     let checker = quality(&scored, |s| s.claims.score, |s| s.claims.supported);
     let overlap = quality(&scored, |s| s.overlap, Scored::overlap_supported);
+    let judged = judge_model.as_ref().map(|model| {
+        let verdict = |s: &Scored| s.judged.as_ref().is_some_and(|v| v.supported);
+        (
+            model,
+            quality(&scored, |s| f64::from(u8::from(verdict(s))), verdict),
+        )
+    });
     let kinds = by_kind(&scored);
     if args.json {
-        let out = json!({
+        let mut out = json!({
             "claims": scored.len(),
             "unsupported": scored.iter().filter(|s| s.unsupported()).count(),
             "checkers": {
@@ -93,11 +114,42 @@ pub fn run(args: &FaithfulnessArgs) -> Result<()> {
             },
             "kinds": kinds,
         });
+        if let Some((model, q)) = &judged {
+            out["checkers"]["judge"] =
+                json!({"model": model, "auroc": q.auroc, "accuracy": q.accuracy});
+        }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     print_report(&args.set, &scored, &checker, &overlap, &kinds);
+    if let Some((model, q)) = &judged {
+        let auroc = q.auroc.map_or("-".to_string(), |v| format!("{v:.4}"));
+        println!(
+            "\njudge {model}: auroc_unsupported {auroc}, accuracy {:.2}% (a verdict, so the AUROC \
+             ranks two levels)",
+            q.accuracy
+        );
+    }
     Ok(())
+}
+
+/// Lets the judge decide every claim against its passage (a progress bar); the judge's model.
+fn judge_all(args: &FaithfulnessArgs, scored: &mut [Scored]) -> Result<String> {
+    use claims::ClaimJudge;
+    let options = args.generator.options()?;
+    let generator = args.generator.load()?;
+    let judge = lector_generate::judge::Judge::new(generator.as_ref(), options)?;
+    let bar = super::odqa::progress_bar(scored.len() as u64);
+    bar.set_message("claims judged");
+    for s in scored.iter_mut() {
+        let verdict = judge
+            .decide(&s.item.claim, &s.item.passage)
+            .with_context(|| format!("{}: judging claim {}", args.set.display(), s.item.id))?;
+        s.judged = Some(verdict);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(judge.model().to_string())
 }
 
 fn score(item: Item) -> Scored {
@@ -105,6 +157,7 @@ fn score(item: Item) -> Scored {
     Scored {
         claims: claims::check_text(&item.claim, &item.passage),
         overlap: grounded::support(&item.claim, &words),
+        judged: None,
         item,
     }
 }
@@ -164,6 +217,9 @@ fn by_kind(scored: &[Scored]) -> Vec<Value> {
                 "claims_accuracy": share(&|s| s.claims.supported != s.unsupported()),
                 "overlap_accuracy": share(&|s| s.overlap_supported() != s.unsupported()),
                 "mean_score": group.iter().map(|s| s.claims.score).sum::<f64>() / n,
+                "judge_accuracy": group.iter().all(|s| s.judged.is_some()).then(|| {
+                    share(&|s| s.judged.as_ref().is_some_and(|v| v.supported) != s.unsupported())
+                }),
                 "top_failure": top_failure(&group),
             })
         })
@@ -203,6 +259,8 @@ fn per_claim(s: &Scored) -> Value {
         "claims_score": s.claims.score, "claims_supported": s.claims.supported,
         "failures": s.claims.failures,
         "overlap": s.overlap, "overlap_supported": s.overlap_supported(),
+        "judge_supported": s.judged.as_ref().map(|v| v.supported),
+        "judge_failures": s.judged.as_ref().map(|v| &v.failures),
     })
 }
 

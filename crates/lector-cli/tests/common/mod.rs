@@ -1,13 +1,15 @@
 //! Helpers the `lector` process tests share: running the binary, indexing the bundled sample,
-//! a `lector serve` on a free port and raw HTTP to it, and headless Chromium for the web pages.
+//! a `lector serve` on a free port and raw HTTP to it, a scripted OpenAI-compatible endpoint,
+//! and headless Chromium for the web pages.
 //! Each test binary uses only some of them.
 #![allow(dead_code)]
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// `lector` with `args`, to the end.
@@ -238,4 +240,46 @@ pub fn dump_dom(browser: &Path, profile: &Path, url: &str, expected: &str) -> St
         stderr(&out)
     );
     dom
+}
+
+/// An OpenAI-compatible endpoint that answers every chat completion with `reply` and keeps
+/// the request bodies; returns its base URL.
+pub fn scripted_endpoint(reply: &'static str, requests: Arc<Mutex<Vec<String>>>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            requests
+                .lock()
+                .unwrap()
+                .push(String::from_utf8(body).unwrap());
+            let out = serde_json::json!({
+                "choices": [{"message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 10}
+            })
+            .to_string();
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
+                out.len()
+            )
+            .unwrap();
+        }
+    });
+    url
 }

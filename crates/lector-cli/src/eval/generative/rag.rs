@@ -78,6 +78,11 @@ pub struct RagArgs {
     /// Judge correctness with this local GGUF model.
     #[arg(long, value_name = "GGUF", requires = "retrieve")]
     judge_model: Option<PathBuf>,
+    /// Let the judge (--judge-model or --judge-endpoint) also decide each claim of each answer
+    /// against its passage, instead of the lexical claim checker: faithfulness, citations and
+    /// unsupported answers are then the judge's.
+    #[arg(long, requires = "retrieve")]
+    judge_claims: bool,
     /// Bootstrap resamples for the intervals (seed 0: reproducible).
     #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 1000)]
     resamples: usize,
@@ -143,7 +148,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
     let start = Instant::now();
     let bar = super::super::odqa::progress_bar(dataset.questions.len() as u64);
     bar.set_message("questions answered");
-    let answered = evaluate::generate_retrieved(
+    let mut answered = evaluate::generate_retrieved(
         generator.as_ref(),
         &dataset,
         &mut |q: &Question| {
@@ -155,6 +160,12 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
     )?;
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
+    let judge = judge_generator(rag)?;
+    let claims_checker = match (rag.judge_claims, &judge) {
+        (false, _) => "lexical".to_string(),
+        (true, Some(judge)) => judge_claims(judge.as_ref(), &dataset, &mut answered)?,
+        (true, None) => bail!("--judge-claims needs --judge-model or --judge-endpoint"),
+    };
     let generated: Vec<Answered> = answered.iter().map(|(_, a)| a.clone()).collect();
     let shorts: Vec<&str> = generated
         .iter()
@@ -171,7 +182,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         Some(dir) => Some(bertscore_f1(dir, rag.bertscore_layer, &dataset, &shorts)?),
         None => None,
     };
-    let judged = match judge_generator(rag)? {
+    let judged = match &judge {
         Some(judge) => Some(judge_correctness(judge.as_ref(), &dataset, &shorts)?),
         None => None,
     };
@@ -220,6 +231,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         tokens_per_second: evaluate::tokens_per_second(&generated),
     };
     let mut extras = Map::new();
+    extras.insert("claims_checked_by".into(), claims_checker.into());
     if let Some((layer, _)) = &bert {
         let model = rag
             .bertscore_model
@@ -402,12 +414,7 @@ fn judge_correctness(
     dataset: &Dataset,
     shorts: &[&str],
 ) -> Result<Judged> {
-    let options = GenerateOptions {
-        decoding: Decoding::Greedy,
-        max_new_tokens: 128,
-        ..GenerateOptions::default()
-    };
-    let judge = Judge::new(generator, options)?;
+    let judge = Judge::new(generator, judge_options())?;
     let mut values = unanswerable_values(dataset, shorts);
     let mut verdicts = vec![None; shorts.len()];
     let bar = super::super::odqa::progress_bar(dataset.questions.len() as u64);
@@ -434,6 +441,33 @@ fn judge_correctness(
         values,
         verdicts,
     })
+}
+
+/// The judge's decoding: greedy (the same prompt, the same verdict), room for a short reason.
+fn judge_options() -> GenerateOptions {
+    GenerateOptions {
+        decoding: Decoding::Greedy,
+        max_new_tokens: 128,
+        ..GenerateOptions::default()
+    }
+}
+
+/// Checks every answer's claims again with the judge deciding each; the judge's model.
+fn judge_claims(
+    generator: &dyn Generator,
+    dataset: &Dataset,
+    answered: &mut [(Vec<Passage>, Answered)],
+) -> Result<String> {
+    let judge = Judge::new(generator, judge_options())?;
+    let bar = super::super::odqa::progress_bar(answered.len() as u64);
+    bar.set_message("answers' claims judged");
+    for (q, (passages, a)) in dataset.questions.iter().zip(answered.iter_mut()) {
+        a.judge_claims(passages, &judge)
+            .with_context(|| format!("judging the claims of question {}", q.id))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(format!("judge {}", judge.model()))
 }
 
 fn report(

@@ -1,11 +1,14 @@
 //! `lector index add|stats|rm`: building and maintaining an index directory.
 
 use crate::table::print_table;
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use lector_index::{AddOutcome, Bm25Params, Index, IndexSettings, IndexWriter, Stemmer};
-use lector_ingest::{self as ingest, IngestOptions, Item};
+use lector_index::{
+    add_files, AddCounts, AddEvent, AddOptions, Bm25Params, Index, IndexSettings, IndexWriter,
+    Stemmer,
+};
+use lector_ingest::{self as ingest, IngestOptions};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -165,14 +168,6 @@ fn check_existing(args: &AddArgs, stored: IndexSettings) -> Result<()> {
     Ok(())
 }
 
-#[derive(Default)]
-struct Counts {
-    added: usize,
-    replaced: usize,
-    unchanged: usize,
-    invalid: usize,
-}
-
 fn add(args: AddArgs) -> Result<()> {
     let dir = args.dir.path();
     let mut writer = IndexWriter::open_or_create(&dir, requested_settings(&args)?)?;
@@ -185,81 +180,76 @@ fn add(args: AddArgs) -> Result<()> {
         writer.set_embedder(Arc::new(embedder))?;
     }
     let walk = ingest::walk(&args.paths);
-    let mut counts = Counts::default();
-    for err in &walk.errors {
-        if args.strict {
-            let kept = writer.committed().len();
-            bail!("{err}\n(--strict: stopped before adding anything; the index keeps its last commit, {kept} documents)");
-        }
-        eprintln!("warning: skipped: {err}");
-        counts.invalid += 1;
-    }
-    let options = IngestOptions {
-        max_document_bytes: (args.max_doc_mb * 1048576.0) as usize,
+    let options = AddOptions {
+        ingest: IngestOptions {
+            max_document_bytes: (args.max_doc_mb * 1048576.0) as usize,
+        },
+        commit_every: args.commit_every,
+        strict: args.strict,
     };
     let progress = progress_bar(walk.files.iter().map(|f| f.bytes).sum());
-    let mut done_bytes = 0;
-    for file in &walk.files {
-        let mut on_item = |item: Item, read: u64| -> lector_ingest::Result<()> {
-            progress.set_position(done_bytes + read);
-            match item {
-                Item::Document(doc) => match writer.add(doc) {
-                    AddOutcome::Added => counts.added += 1,
-                    AddOutcome::Replaced => counts.replaced += 1,
-                    AddOutcome::Unchanged => counts.unchanged += 1,
-                },
-                Item::Invalid(err) if args.strict => return Err(err),
-                Item::Invalid(err) => {
-                    progress.suspend(|| eprintln!("warning: skipped: {err}"));
-                    counts.invalid += 1;
-                }
-            }
-            if writer.pending() >= args.commit_every.max(1) {
-                let info = progress.suspend(|| commit(&mut writer))?;
-                progress.suspend(|| {
-                    eprintln!(
-                        "committed generation {}: {} documents",
-                        info.generation, info.documents
-                    )
-                });
-            }
-            Ok(())
-        };
-        if let Err(err) = ingest::read_file(file, &options, &mut on_item) {
-            progress.abandon();
-            let kept = writer.committed().len();
-            let how = if args.strict {
-                "--strict: stopped"
-            } else {
-                "stopped"
-            };
-            bail!("{err}\n({how}; the index keeps its last commit, {kept} documents, and nothing staged since)");
-        }
-        done_bytes += file.bytes;
-    }
+    let counts = add_files(&mut writer, walk, &options, &mut |e| show(&progress, e))
+        .map_err(|err| stopped(&progress, err, args.strict))?;
     progress.finish_and_clear();
     let info = commit(&mut writer)?;
-    report_add(
-        &args,
-        &dir,
-        &counts,
-        walk.ignored.len(),
-        writer.committed(),
-        info.generation,
-    )
+    report_add(&args, &dir, &counts, writer.committed(), info.generation)
+}
+
+/// Shows one event of `add_files` on the byte progress bar (a batch's embedding as its message).
+fn show(bar: &ProgressBar, event: AddEvent<'_>) {
+    match event {
+        AddEvent::Read { bytes } => bar.set_position(bytes),
+        AddEvent::Skipped(err) => bar.suspend(|| eprintln!("warning: skipped: {err}")),
+        AddEvent::Embedding { done, total } => {
+            bar.set_message(format!("embedding {done}/{total} passages"))
+        }
+        AddEvent::Committed(info) => {
+            bar.set_message("");
+            bar.suspend(|| {
+                eprintln!(
+                    "committed generation {}: {} documents",
+                    info.generation, info.documents
+                )
+            });
+        }
+    }
+}
+
+/// Leaves the bar where reading stopped and says what the index kept.
+fn stopped(bar: &ProgressBar, err: lector_index::Error, strict: bool) -> anyhow::Error {
+    let lector_index::Error::AddStopped {
+        cause,
+        kept,
+        before_adding,
+    } = err
+    else {
+        return err.into();
+    };
+    if before_adding {
+        bar.finish_and_clear();
+        return anyhow!("{cause}\n(--strict: stopped before adding anything; the index keeps its last commit, {kept} documents)");
+    }
+    bar.abandon();
+    let how = if strict {
+        "--strict: stopped"
+    } else {
+        "stopped"
+    };
+    anyhow!("{cause}\n({how}; the index keeps its last commit, {kept} documents, and nothing staged since)")
 }
 
 /// Commits, with a progress bar while passages are embedded.
 fn commit(writer: &mut IndexWriter) -> lector_index::Result<lector_index::CommitInfo> {
     let bar = ProgressBar::hidden();
-    let style = ProgressStyle::with_template(
-        "embedding {wide_bar} {pos}/{len} passages ({per_sec}, {eta})",
-    )
-    .expect("valid template");
     let info = writer.commit_with_progress(&mut |done, total| {
         if bar.is_hidden() && total > 0 {
             bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            bar.set_style(style.clone());
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "embedding {wide_bar} {pos}/{len} passages ({per_sec}, {eta})",
+                )
+                .expect("valid template"),
+            );
             bar.set_length(total as u64);
         }
         bar.set_position(done as u64);
@@ -271,7 +261,7 @@ fn commit(writer: &mut IndexWriter) -> lector_index::Result<lector_index::Commit
 fn progress_bar(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
     let style = ProgressStyle::with_template(
-        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({eta})",
+        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({eta}) {msg}",
     )
     .expect("valid template");
     bar.set_style(style);
@@ -281,12 +271,11 @@ fn progress_bar(total: u64) -> ProgressBar {
 fn report_add(
     args: &AddArgs,
     dir: &std::path::Path,
-    counts: &Counts,
-    ignored: usize,
+    counts: &AddCounts,
     index: &Index,
     generation: u64,
 ) -> Result<()> {
-    let stats = index.stats();
+    let (stats, ignored) = (index.stats(), counts.ignored);
     if args.json {
         let out = json!({
             "index": dir, "generation": generation, "added": counts.added, "replaced": counts.replaced,

@@ -34,6 +34,20 @@ pub enum Error {
     /// The reranker failed or returned the wrong number of scores.
     #[error("reranking failed: {0}")]
     Rerank(String),
+    /// [`crate::add_files`] stopped at `cause` (a failed batch commit, or in strict mode a walk
+    /// error or invalid file or line, which names the file and line), `before_adding` anything
+    /// or while reading. Nothing staged since the last commit is stored unless the caller
+    /// commits it; the index keeps that commit of `kept` documents.
+    #[error(
+        "{cause}\n(stopped{}; the index keeps its last commit, {kept} documents{})",
+        if *.before_adding { " before adding anything" } else { "" },
+        if *.before_adding { "" } else { ", and nothing staged since" }
+    )]
+    AddStopped {
+        cause: lector_ingest::Error,
+        kept: usize,
+        before_adding: bool,
+    },
 }
 
 /// An index error stops ingestion when returned by the `emit` of `lector_ingest::read_file`

@@ -31,6 +31,7 @@
 //! assert_eq!(&hits[0].text, "Mitochondria are the powerhouse of the cell.");
 //! ```
 
+mod add;
 pub mod analysis;
 pub mod bm25;
 mod codec;
@@ -51,6 +52,7 @@ mod store;
 pub mod vector;
 mod writer;
 
+pub use add::{add_files, AddCounts, AddEvent, AddOptions};
 pub use analysis::{AnalyzerConfig, Stemmer};
 pub use bm25::Bm25Params;
 pub use dense::HNSW_MIN_VECTORS;

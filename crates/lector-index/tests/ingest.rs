@@ -1,8 +1,8 @@
 //! Ingestion into a real index: a refused line or file costs nothing already stored, and an index
 //! error raised while adding stops ingestion with that error.
 
-use lector_index::{Index, IndexSettings, IndexWriter};
-use lector_ingest::{self as ingest, IngestOptions, Item};
+use lector_index::{AddOptions, Index, IndexSettings, IndexWriter};
+use lector_ingest::{self as ingest, IngestOptions};
 use std::path::Path;
 
 fn write_jsonl(path: &Path, ids_and_texts: &[(&str, String)]) {
@@ -13,23 +13,18 @@ fn write_jsonl(path: &Path, ids_and_texts: &[(&str, String)]) {
     std::fs::write(path, lines.join("\n")).unwrap();
 }
 
-/// Adds the documents of `path` as `lector index add` does without `--strict`: invalid items are
-/// counted and skipped, then everything is committed.
+/// Adds the documents of `path` as `lector index add` does without `--strict` (invalid items
+/// counted and skipped), then commits everything; the invalid count.
 fn add_skipping_invalid(writer: &mut IndexWriter, path: &Path, options: &IngestOptions) -> usize {
-    let walked = ingest::walk(&[path.to_path_buf()]);
-    let mut invalid = 0;
-    ingest::read_file(&walked.files[0], options, &mut |item, _| {
-        match item {
-            Item::Document(doc) => {
-                writer.add(doc);
-            }
-            Item::Invalid(_) => invalid += 1,
-        }
-        Ok(())
-    })
-    .unwrap();
+    let add = AddOptions {
+        ingest: *options,
+        commit_every: usize::MAX,
+        strict: false,
+    };
+    let walk = ingest::walk(&[path.to_path_buf()]);
+    let counts = lector_index::add_files(writer, walk, &add, &mut |_| {}).unwrap();
     writer.commit().unwrap();
-    invalid
+    counts.invalid
 }
 
 fn ids(dir: &Path) -> Vec<String> {

@@ -6,8 +6,7 @@ mod common;
 
 use common::workspace;
 use lector_index::{Document, Mode, SearchOptions};
-use lector_pipeline::calibration::{self, Scored};
-use lector_pipeline::{Calibration, Pipeline};
+use lector_pipeline::Pipeline;
 use lector_reader::Reader;
 use lector_server::{AppState, Config, Limits};
 use serde_json::{json, Value};
@@ -30,42 +29,6 @@ const DISAGREEING: [(&str, &str, &str); 2] = [
          the Kestrel Lighthouse was completed in 1893, after years of delays caused by storms.",
     ),
 ];
-
-/// A calibration with a Platt confidence map fitted on a few answers: right half the time at
-/// log-odds 0, mostly above.
-fn calibration() -> Calibration {
-    let answers: Vec<Scored> = [
-        (-4.0, false),
-        (0.0, true),
-        (0.0, false),
-        (4.0, true),
-        (8.0, true),
-        (9.0, false),
-    ]
-    .iter()
-    .map(|&(log_odds, right)| Scored {
-        log_odds,
-        score: 0.5,
-        right,
-    })
-    .collect();
-    let point = calibration::curve(&[calibration::Judged {
-        na_prob: 0.5,
-        has_answer: true,
-        exact: 1.0,
-        f1: 1.0,
-    }])[1];
-    let mut fitted = Calibration::new(
-        &point,
-        calibration::Target::MaxF1,
-        "reader-minilm-squad",
-        "test",
-        6,
-    );
-    fitted.confidence =
-        Some(calibration::fit_confidence(calibration::Method::Platt, &answers).unwrap());
-    fitted
-}
 
 /// A server over the sample and the disagreeing documents; stopped when dropped.
 struct Server {
@@ -96,7 +59,8 @@ impl Server {
             SearchOptions::for_index(&index, Mode::Bm25),
             Limits::default(),
         );
-        let pipeline = Pipeline::new(index, reader).with_calibration(calibrated.then(calibration));
+        let pipeline = Pipeline::new(index, reader)
+            .with_calibration(calibrated.then(common::platt_calibration));
         let state = AppState::new(pipeline, Some(writer), None, config)
             .unwrap()
             .with_generator(common::smollm2());

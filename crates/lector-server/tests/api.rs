@@ -5,7 +5,6 @@ mod common;
 
 use common::workspace;
 use lector_index::{Mode, SearchOptions};
-use lector_pipeline::calibration::{curve, fit_confidence, Judged, Method, Scored, Target};
 use lector_pipeline::{Calibration, Pipeline};
 use lector_querylog::{Entry, LogConfig, Verdict};
 use lector_reader::Reader;
@@ -274,29 +273,7 @@ fn answers_carry_the_calibrated_confidence() {
     drop(plain);
 
     // With one (a Platt map of the log-odds: right half the time at log-odds 0, mostly above).
-    let point = curve(&[Judged {
-        na_prob: 0.5,
-        has_answer: true,
-        exact: 1.0,
-        f1: 1.0,
-    }])[1];
-    let mut calibration = Calibration::new(&point, Target::MaxF1, "reader-minilm-squad", "test", 6);
-    let answers: Vec<Scored> = [
-        (-4.0, false),
-        (0.0, true),
-        (0.0, false),
-        (4.0, true),
-        (8.0, true),
-        (9.0, false),
-    ]
-    .iter()
-    .map(|&(log_odds, right)| Scored {
-        log_odds,
-        score: 0.5,
-        right,
-    })
-    .collect();
-    calibration.confidence = Some(fit_confidence(Method::Platt, &answers).unwrap());
+    let calibration = common::platt_calibration();
     let server = Server::start_calibrated(Limits::default(), None, None, Some(calibration.clone()));
     let out = server.ask(question);
     let answer = &out["answer"];

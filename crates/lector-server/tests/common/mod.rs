@@ -1,10 +1,12 @@
-//! Shared by the server tests: the repository root, a fresh index of the bundled sample and the
-//! SmolLM2 generator.
+//! Shared by the server tests: the repository root, a fresh index of the bundled sample, a
+//! calibration with a confidence map and the SmolLM2 generator.
 #![allow(dead_code)]
 
 use lector_generate::LocalGenerator;
 use lector_index::{IndexSettings, IndexWriter};
 use lector_ingest::{self as ingest, IngestOptions, Item};
+use lector_pipeline::calibration::{curve, fit_confidence, Judged, Method, Scored, Target};
+use lector_pipeline::Calibration;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -42,4 +44,33 @@ pub fn smollm2() -> Arc<LocalGenerator> {
             Arc::new(LocalGenerator::load(&dir.join(model.files[0].0)).expect("load SmolLM2"))
         })
         .clone()
+}
+
+/// A calibration (threshold 0.5) with a Platt confidence map fitted on a few answers: right half
+/// the time at log-odds 0, mostly above.
+pub fn platt_calibration() -> Calibration {
+    let point = curve(&[Judged {
+        na_prob: 0.5,
+        has_answer: true,
+        exact: 1.0,
+        f1: 1.0,
+    }])[1];
+    let mut calibration = Calibration::new(&point, Target::MaxF1, "reader-minilm-squad", "test", 6);
+    let answers: Vec<Scored> = [
+        (-4.0, false),
+        (0.0, true),
+        (0.0, false),
+        (4.0, true),
+        (8.0, true),
+        (9.0, false),
+    ]
+    .iter()
+    .map(|&(log_odds, right)| Scored {
+        log_odds,
+        score: 0.5,
+        right,
+    })
+    .collect();
+    calibration.confidence = Some(fit_confidence(Method::Platt, &answers).unwrap());
+    calibration
 }

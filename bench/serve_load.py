@@ -28,6 +28,12 @@ Two more measurements, each loopback-only and bounded in requests and time:
         p50/p95/p99 of `POST /v1/ask` without writes, then while a writer thread adds documents
         at a steady rate (Python client), and the write latencies.
 
+    --index DIR serves a copy of an index of your own instead of the sample corpus, and
+    --serve-arg ARG (repeatable) passes ARG to `lector serve`, e.g. a dense index of SQuAD
+    train, large enough for an HNSW graph, served in hybrid mode:
+        lector index add ../shared/data/squad/train-v1.1.json --dense --index /tmp/squad-train
+        python3 bench/serve_load.py --writes --index /tmp/squad-train --serve-arg=--mode=hybrid
+
     python3 bench/serve_load.py --logging [--rounds 5] [--concurrency 4] [--requests-per-client 25]
         Throughput with the query log off and on (`--log-queries DIR --redact`), side by side:
         the two servers take turns, round after round (which goes first alternates), so drift in
@@ -467,6 +473,8 @@ def main():
                     help="throughput with the query log off and on, side by side")
     ap.add_argument("--rounds", type=int, default=5, help="--logging: rounds of off/on")
     ap.add_argument("--lector", help="the lector binary [default: target/release/lector]")
+    ap.add_argument("--index", help="serve a copy of this index instead of the sample corpus's")
+    ap.add_argument("--serve-arg", action="append", default=[], help="passed to lector serve")
     args = ap.parse_args()
     nice = ["nice", "-n", "19"] if args.nice else []
     levels = [int(c) for c in args.concurrency.split(",")]
@@ -475,18 +483,23 @@ def main():
         run(nice + ["cargo", "build", "--release", "--locked", "-p", "lector-cli"], cwd=ROOT)
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     lector = Path(args.lector) if args.lector else target / "release" / "lector"
-    oha_bin = oha(nice) if args.client == "oha" and not (args.writes or args.uploads or args.logging) else None
-    if args.client == "oha":
+    # The writes, uploads and logging measurements use Python clients of their own.
+    client = "python" if args.writes or args.uploads or args.logging else args.client
+    oha_bin = oha(nice) if client == "oha" else None
+    if client == "oha":
         send = lambda c, n: load(oha_bin, url, c, n, nice)
-    elif args.client == "wrk":
+    elif client == "wrk":
         send = lambda c, n: load_wrk(url, c, args.seconds, nice) if n > 3 else load_python(url, c, n)
     else:
         send = lambda c, n: load_python(url, c, n)
 
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"
-        run([str(lector), "index", "add", str(ROOT / "samples" / "squad-v1.1-sample.json"),
-             "--index", str(index)], stdout=subprocess.DEVNULL)
+        if args.index:
+            shutil.copytree(args.index, index, ignore=shutil.ignore_patterns("write.lock"))
+        else:
+            run([str(lector), "index", "add", str(ROOT / "samples" / "squad-v1.1-sample.json"),
+                 "--index", str(index)], stdout=subprocess.DEVNULL)
         if args.uploads:
             rows = uploads(lector, index, [int(n) for n in args.uploads.split(",")],
                            args.upload_mb * MIB, nice)
@@ -501,7 +514,7 @@ def main():
         base = f"http://127.0.0.1:{port}"
         url = base + "/v1/ask"
         server = subprocess.Popen(nice + [str(lector), "serve", "--index", str(index),
-                                          "--addr", f"127.0.0.1:{port}"])
+                                          "--addr", f"127.0.0.1:{port}"] + args.serve_arg)
         try:
             wait_healthy(base, server)
             send(1, 3)  # warm-up
@@ -519,7 +532,7 @@ def main():
             server.terminate()
             server.wait(timeout=60)
 
-    print(f"client: {args.client}; cpus: {os.cpu_count()}; load average after the run: {os.getloadavg()}")
+    print(f"client: {client}; cpus: {os.cpu_count()}; load average after the run: {os.getloadavg()}")
     print()
     print("| clients | requests | p50 ms | p95 ms | max ms | requests/s | non-200 | client errors |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -1,7 +1,9 @@
 //! Power-loss test of the commit protocol: seeded random workloads of adds, replacements and
 //! removals (with the writer's segment merges) run through [`CrashFiles`]; at a random operation
 //! the power goes, and the files a reboot would find are written to a real directory and opened
-//! by the real code. Half the workloads are dense (vector files beside the segments). Every
+//! by the real code. Half the workloads are dense (vector files beside the segments), and half
+//! defer merges as the server does: each merge is planned after a commit, written, and listed
+//! only after the next commit (which must leave its unlisted files alone). Every
 //! acknowledged document must be there with its text, the index must
 //! hold exactly the last acknowledged commit or the one in flight, and must take new commits.
 //!
@@ -13,9 +15,10 @@ use crate::embed::Embedder;
 use crate::file_layer::crash::{CrashFiles, Loss, SplitMix};
 use crate::file_layer::{FileLayer, OsFiles};
 use crate::index::Index;
+use crate::merge::MergeJob;
 use crate::store::{self, IndexSettings};
 use crate::writer::IndexWriter;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -61,10 +64,21 @@ fn histogram(text: &str) -> Vec<f32> {
 
 /// Opens (or creates) the index at `dir` through `files`, with vectors when `dense`.
 fn open_writer(files: Arc<CrashFiles>, dir: &Path, dense: bool) -> crate::Result<IndexWriter> {
+    open_writer_for(files, dir, dense, false)
+}
+
+/// [`open_writer`], leaving merges to the caller when `deferred`.
+fn open_writer_for(
+    files: Arc<CrashFiles>,
+    dir: &Path,
+    dense: bool,
+    deferred: bool,
+) -> crate::Result<IndexWriter> {
     let mut writer = IndexWriter::open_or_create_with(files, dir, IndexSettings::default())?;
     if dense {
         writer.set_embedder(Arc::new(ByteHistogram))?;
     }
+    writer.defer_merges(deferred);
     Ok(writer)
 }
 
@@ -125,29 +139,45 @@ struct Outcome {
     merges: usize,
 }
 
-fn run(files: Arc<CrashFiles>, dir: &Path, plan: &[Vec<Step>], dense: bool) -> Outcome {
+fn run(files: Arc<CrashFiles>, dir: &Path, plan: &[Vec<Step>], workload: usize) -> Outcome {
     let mut outcome = Outcome::default();
-    let Ok(mut writer) = open_writer(files, dir, dense) else {
+    let deferred = is_deferred(workload);
+    let Ok(mut writer) = open_writer_for(files, dir, is_dense(workload), deferred) else {
         return outcome;
     };
     let mut model = Docs::new();
     outcome.acknowledged = Some(model.clone());
-    for (generation, steps) in (1..).zip(plan) {
+    let mut merged = HashSet::new();
+    let mut written_merge = None;
+    for steps in plan {
         steps.iter().for_each(|s| apply(s, &mut writer, &mut model));
         if writer.commit().is_err() {
             outcome.in_flight = Some(model);
             return outcome;
         }
         outcome.acknowledged = Some(model.clone());
-        outcome.merges += usize::from(merged_in(writer.committed(), generation));
+        if deferred {
+            // A merge changes no document, so a failed one leaves nothing in flight.
+            if let Some(done) = written_merge.take() {
+                if writer.finish_merge(done).is_err() {
+                    return outcome;
+                }
+            }
+            written_merge = writer.next_merge().map(MergeJob::run);
+        }
+        merged.extend(merged_segments(writer.committed()));
     }
+    outcome.merges = merged.len();
     outcome
 }
 
-/// Whether commit `generation` merged segments (a merge names its segment `seg-<g>-1`).
-fn merged_in(index: &Index, generation: u64) -> bool {
-    let name = format!("seg-{generation:010}-1.lseg");
-    index.manifest.segments.iter().any(|s| s.file == name)
+/// The segments of `index` written by merges (a merge names its segment `seg-<g>-m<n>`).
+fn merged_segments(index: &Index) -> Vec<String> {
+    let segments = index.manifest.segments.iter();
+    segments
+        .filter(|s| s.file.contains("-m"))
+        .map(|s| s.file.clone())
+        .collect()
 }
 
 fn docs_of(index: &Index) -> Docs {
@@ -306,7 +336,7 @@ fn workload_operations(plans: &[Vec<Vec<Step>>]) -> Vec<usize> {
         .map(|(w, plan)| {
             let dir = tempfile::tempdir().unwrap();
             let files = Arc::new(CrashFiles::new(dir.path()));
-            let outcome = run(files.clone(), dir.path(), plan, is_dense(w));
+            let outcome = run(files.clone(), dir.path(), plan, w);
             assert!(
                 outcome.in_flight.is_none() && outcome.merges >= 2,
                 "merges: {}",
@@ -322,6 +352,10 @@ fn workload_operations(plans: &[Vec<Vec<Step>>]) -> Vec<usize> {
 
 fn is_dense(workload: usize) -> bool {
     workload % 2 == 1
+}
+
+fn is_deferred(workload: usize) -> bool {
+    workload % 4 >= 2
 }
 
 #[test]
@@ -344,7 +378,7 @@ fn acknowledged_commits_survive_power_loss_at_random_points() {
         let dir = tempfile::tempdir().unwrap();
         let files = Arc::new(CrashFiles::new(dir.path()));
         files.crash_after(budget);
-        let outcome = run(files.clone(), dir.path(), &plans[w], is_dense(w));
+        let outcome = run(files.clone(), dir.path(), &plans[w], w);
         let disk = dir.path().join("disk");
         std::fs::create_dir(&disk).unwrap();
         let reboot = Reboot {

@@ -336,14 +336,36 @@ pub(crate) fn file_names(files: &dyn FileLayer, dir: &Path) -> Result<Vec<String
     files.list(dir).map_err(io(dir))
 }
 
-/// Deletes segment files the manifest does not list and temporary files of unfinished commits.
-/// Only the lock holder calls this, so no commit is in progress.
+/// The file of segment `n` written by commit `generation`.
+pub(crate) fn segment_name(generation: u64, n: usize) -> String {
+    format!("seg-{generation:010}-{n}.lseg")
+}
+
+/// The file of the `n`-th merge planned at `generation` (a merge is listed by a later commit).
+pub(crate) fn merge_name(generation: u64, n: u64) -> String {
+    format!("seg-{generation:010}-m{n}.lseg")
+}
+
+/// A segment's vector file is named after the segment file (unique: segment files never reuse
+/// a name, and only a segment without vectors gets a vector file).
+pub(crate) fn vector_name(segment_file: &str) -> String {
+    format!("{}.lvec", segment_file.trim_end_matches(".lseg"))
+}
+
+/// Deletes segment files the manifest does not list and temporary files of unfinished commits,
+/// but for the files of the segment `in_flight` (a merge still being written). Only the lock
+/// holder calls this, so no commit is in progress.
 pub(crate) fn remove_unlisted(
     files: &dyn FileLayer,
     dir: &Path,
     manifest: &Manifest,
+    in_flight: Option<&str>,
 ) -> Result<()> {
+    let stem = in_flight.map(|name| name.trim_end_matches("lseg"));
     for name in file_names(files, dir)? {
+        if stem.is_some_and(|stem| name.starts_with(stem)) {
+            continue;
+        }
         let listed = manifest
             .segments
             .iter()

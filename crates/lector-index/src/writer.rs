@@ -1,23 +1,21 @@
 //! The single writer of an index: add, replace and remove documents, then commit atomically.
 
 use crate::analysis::Analyzer;
-use crate::dense::{embed_segment, merge_vectors, SegmentVectors, HNSW_MIN_VECTORS};
+use crate::dense::{embed_segment, SegmentVectors, HNSW_MIN_VECTORS};
 use crate::document::Document;
 use crate::embed::Embedder;
 use crate::error::{io, Error, Result};
 use crate::file_layer::{FileLayer, OsFiles};
 use crate::index::{load_segments, Index, LiveSegment};
+use crate::merge::{MergeJob, MergePolicy, MergedSegment};
 use crate::segment::Segment;
 use crate::store::{self, DenseMeta, IndexSettings, Manifest, SegmentMeta};
-use crate::vector::{HnswParams, Vectors};
+use crate::vector::HnswParams;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// More segments than this after a commit are merged into one, so searches touch few files and
-/// deleted documents are dropped for good.
-const MAX_SEGMENTS: usize = 8;
 
 /// What [`IndexWriter::add`] did with a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +52,16 @@ pub struct IndexWriter {
     embedder: Option<Arc<dyn Embedder>>,
     hnsw: HnswParams,
     hnsw_min: usize,
+    policy: MergePolicy,
+    /// Commits leave merging to the caller ([`IndexWriter::next_merge`]).
+    defer_merges: bool,
+    /// The output file of the merge planned and not finished yet.
+    merging: Option<String>,
 }
+
+/// Merges planned in this process: numbers their output files, so that two writers of one
+/// directory in turn (a server reopening its writer while a merge runs) never share a name.
+static MERGES_PLANNED: AtomicU64 = AtomicU64::new(0);
 
 impl IndexWriter {
     /// Opens the index at `dir` for writing, creating it with `settings` when the directory does
@@ -77,7 +84,7 @@ impl IndexWriter {
             Some(manifest) => manifest,
             None => create(&*files, dir, settings)?,
         };
-        store::remove_unlisted(&*files, dir, &manifest)?;
+        store::remove_unlisted(&*files, dir, &manifest, None)?;
         let segments = load_segments(&*files, dir, &manifest)?.ok_or_else(|| Error::Corrupt {
             dir: dir.to_path_buf(),
             message: format!("a segment file listed in {} is missing", store::MANIFEST),
@@ -93,6 +100,9 @@ impl IndexWriter {
             embedder: None,
             hnsw: HnswParams::default(),
             hnsw_min: HNSW_MIN_VECTORS,
+            policy: MergePolicy::default(),
+            defer_merges: false,
+            merging: None,
         })
     }
 
@@ -123,6 +133,18 @@ impl IndexWriter {
     pub fn set_hnsw(&mut self, params: HnswParams, min_passages: usize) {
         self.hnsw = params;
         self.hnsw_min = min_passages;
+    }
+
+    /// When segments are merged [default: [`MergePolicy::default`]].
+    pub fn set_merge_policy(&mut self, policy: MergePolicy) {
+        self.policy = policy;
+    }
+
+    /// With `defer` set, commits no longer merge segments: the caller runs the merges the policy
+    /// asks for with [`Self::next_merge`], [`MergeJob::run`] (on any thread, without the writer)
+    /// and [`Self::finish_merge`], so that commits stay quick while a large merge runs.
+    pub fn defer_merges(&mut self, defer: bool) {
+        self.defer_merges = defer;
     }
 
     /// Whether the index keeps passage vectors (its commits need an embedder for new passages).
@@ -194,7 +216,9 @@ impl IndexWriter {
     }
 
     /// Makes every staged change durable and visible, atomically. With nothing staged (and no
-    /// passage waiting for a vector) it only reports the current state.
+    /// passage waiting for a vector) it only reports the current state. Then, unless merges are
+    /// deferred, it runs the merges the policy asks for, each a commit of its own: an error there
+    /// leaves the staged changes committed.
     pub fn commit(&mut self) -> Result<CommitInfo> {
         self.commit_with_progress(&mut |_, _| {})
     }
@@ -204,8 +228,101 @@ impl IndexWriter {
         &mut self,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<CommitInfo> {
+        self.commit_staged(progress)?;
+        if !self.defer_merges {
+            while let Some(job) = self.next_merge() {
+                self.finish_merge(job.run())?;
+            }
+        }
+        Ok(self.info())
+    }
+
+    /// The merge the policy asks for next, planned on the last commit; `None` when there is none
+    /// or one is still running (merges run one at a time). Its output file is reserved until
+    /// [`Self::finish_merge`].
+    pub fn next_merge(&mut self) -> Option<MergeJob> {
+        if self.merging.is_some() {
+            return None;
+        }
+        let picked = self.policy.pick(&self.index.segments)?;
+        let n = MERGES_PLANNED.fetch_add(1, Ordering::Relaxed);
+        let name = store::merge_name(self.index.generation() + 1, n);
+        self.merging = Some(name.clone());
+        let inputs = picked
+            .into_iter()
+            .map(|i| {
+                let meta = self.index.manifest.segments[i].clone();
+                (meta, self.index.segments[i].clone())
+            })
+            .collect();
+        Some(MergeJob {
+            files: self.files.clone(),
+            dir: self.index.dir().to_path_buf(),
+            name,
+            inputs,
+            dense: self.index.manifest.dense.clone(),
+            hnsw: self.hnsw,
+            hnsw_min: self.hnsw_min,
+        })
+    }
+
+    /// Lists the output of the merge [`Self::next_merge`] planned in place of its inputs, in a
+    /// commit of its own; documents deleted since it was planned stay deleted. Returns the
+    /// merge's error if it failed, and `None` (dropping the output) when an input is gone
+    /// meanwhile (every document of it was deleted) or another writer planned the merge (its
+    /// files were not protected from this writer's commits).
+    pub fn finish_merge(&mut self, merged: MergedSegment) -> Result<Option<CommitInfo>> {
+        if self.merging.as_deref() != Some(merged.name.as_str()) {
+            return Ok(None);
+        }
+        self.merging = None;
+        let merged = merged.written?;
+        let dir = self.index.dir().to_path_buf();
+        let manifest = &self.index.manifest;
+        let positions: Option<Vec<usize>> = merged
+            .inputs
+            .iter()
+            .map(|(file, _)| manifest.segments.iter().position(|s| &s.file == file))
+            .collect();
+        let Some(positions) = positions else {
+            store::remove_unlisted(&*self.files, &dir, manifest, None)?;
+            return Ok(None);
+        };
+        let (mut meta, mut live) = (merged.meta, merged.live);
+        for ((_, moved), &input) in merged.inputs.iter().zip(&positions) {
+            let deleted_now = &self.index.segments[input].deleted;
+            for (doc, target) in moved.iter().enumerate() {
+                if let (Some(target), true) = (target, deleted_now[doc]) {
+                    live.deleted[*target as usize] = true;
+                }
+            }
+        }
+        meta.deleted = (0..live.deleted.len() as u32)
+            .filter(|&d| live.deleted[d as usize])
+            .collect();
+        let first = *positions.iter().min().expect("a merge has inputs");
+        let mut parts: Vec<(SegmentMeta, LiveSegment)> = Vec::new();
+        for (i, part) in self.committed_parts().into_iter().enumerate() {
+            if i == first && live.deleted.contains(&false) {
+                parts.push((meta.clone(), live.clone()));
+            }
+            if !positions.contains(&i) {
+                parts.push(part);
+            }
+        }
+        let manifest = Manifest {
+            generation: self.index.generation() + 1,
+            segments: parts.iter().map(|(meta, _)| meta.clone()).collect(),
+            ..self.index.manifest.clone()
+        };
+        self.publish(&dir, manifest, parts)?;
+        Ok(Some(self.info()))
+    }
+
+    /// Commits the staged changes, without merging.
+    fn commit_staged(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<()> {
         if self.pending_ids.is_empty() && self.removed.is_empty() && !self.needs_vectors() {
-            return Ok(self.info());
+            return Ok(());
         }
         let dense = self.dense_meta()?;
         let dir = self.index.dir().to_path_buf();
@@ -216,8 +333,8 @@ impl IndexWriter {
             let settings = self.settings();
             let segment =
                 Segment::build(staged, &Analyzer::new(settings.analyzer), settings.chunking);
-            let meta =
-                store::write_segment(&*self.files, &dir, &segment_name(generation, 0), &segment)?;
+            let name = store::segment_name(generation, 0);
+            let meta = store::write_segment(&*self.files, &dir, &name, &segment)?;
             parts.push((
                 meta,
                 LiveSegment {
@@ -230,36 +347,41 @@ impl IndexWriter {
         if let Some(meta) = &dense {
             self.embed_missing(&dir, &mut parts, &meta.model, progress)?;
         }
-        if parts.len() > MAX_SEGMENTS {
-            let graph = (&self.hnsw, self.hnsw_min);
-            let files = &*self.files;
-            parts = vec![merge(
-                files,
-                &dir,
-                generation,
-                &parts,
-                dense.as_ref(),
-                graph,
-            )?];
-        }
         let manifest = Manifest {
             generation,
             segments: parts.iter().map(|(meta, _)| meta.clone()).collect(),
             dense,
             ..self.index.manifest.clone()
         };
-        store::write_manifest(&*self.files, &dir, &manifest)?;
-        self.index = Index::from_parts(
-            &dir,
-            manifest,
-            parts.into_iter().map(|(_, live)| live).collect(),
-        );
+        self.publish(&dir, manifest, parts)?;
         self.pending.clear();
         self.pending_ids.clear();
         self.removed.clear();
+        Ok(())
+    }
+
+    /// Writes `manifest` (the commit point) and serves `parts` from now on.
+    fn publish(
+        &mut self,
+        dir: &Path,
+        manifest: Manifest,
+        parts: Vec<(SegmentMeta, LiveSegment)>,
+    ) -> Result<()> {
+        store::write_manifest(&*self.files, dir, &manifest)?;
+        self.index = Index::from_parts(
+            dir,
+            manifest,
+            parts.into_iter().map(|(_, live)| live).collect(),
+        );
         // Old segments are garbage now; a reader still opening them retries with the new manifest.
-        store::remove_unlisted(&*self.files, &dir, &self.index.manifest)?;
-        Ok(self.info())
+        let in_flight = self.merging.as_deref();
+        store::remove_unlisted(&*self.files, dir, &self.index.manifest, in_flight)
+    }
+
+    /// The last commit's segments with their metadata.
+    fn committed_parts(&self) -> Vec<(SegmentMeta, LiveSegment)> {
+        let metas = self.index.manifest.segments.iter().cloned();
+        metas.zip(self.index.segments.iter().cloned()).collect()
     }
 
     /// Whether an embedder is set and some committed passages lack vectors (a BM25 index made
@@ -315,7 +437,7 @@ impl IndexWriter {
                 progress(done, total);
             })?;
             let vectors = SegmentVectors::new(vectors, &self.hnsw, self.hnsw_min);
-            let name = vector_name(&meta.file);
+            let name = store::vector_name(&meta.file);
             let written = store::write_vectors(&*self.files, dir, &name, model, &vectors)?;
             meta.vectors = Some(written);
             live.vectors = Some(Arc::new(vectors));
@@ -333,14 +455,7 @@ impl IndexWriter {
 
     /// The committed segments with this commit's deletions applied; fully deleted ones dropped.
     fn surviving_segments(&self) -> Vec<(SegmentMeta, LiveSegment)> {
-        let mut parts: Vec<(SegmentMeta, LiveSegment)> = self
-            .index
-            .manifest
-            .segments
-            .iter()
-            .cloned()
-            .zip(self.index.segments.iter().cloned())
-            .collect();
+        let mut parts = self.committed_parts();
         for id in &self.removed {
             if let Some(&(s, d)) = self.index.ids.get(id) {
                 parts[s].1.deleted[d as usize] = true;
@@ -370,62 +485,4 @@ fn create(files: &dyn FileLayer, dir: &Path, settings: IndexSettings) -> Result<
     let manifest = Manifest::empty(settings);
     store::write_manifest(files, dir, &manifest)?;
     Ok(manifest)
-}
-
-fn segment_name(generation: u64, n: usize) -> String {
-    format!("seg-{generation:010}-{n}.lseg")
-}
-
-/// A segment's vector file is named after the segment file (unique: segment files never reuse
-/// a name, and only a segment without vectors gets a vector file).
-fn vector_name(segment_file: &str) -> String {
-    format!("{}.lvec", segment_file.trim_end_matches(".lseg"))
-}
-
-/// Merges `parts` into one segment; in a dense index their vectors (every part has them by now)
-/// are carried over, never re-embedded.
-fn merge(
-    files: &dyn FileLayer,
-    dir: &Path,
-    generation: u64,
-    parts: &[(SegmentMeta, LiveSegment)],
-    dense: Option<&DenseMeta>,
-    (hnsw, hnsw_min): (&HnswParams, usize),
-) -> Result<(SegmentMeta, LiveSegment)> {
-    let inputs: Vec<(&Segment, &[bool])> = parts
-        .iter()
-        .map(|(_, l)| (l.segment.as_ref(), l.deleted.as_slice()))
-        .collect();
-    let merged = Segment::merge(&inputs);
-    let mut meta = store::write_segment(files, dir, &segment_name(generation, 1), &merged)?;
-    let carried: Option<Vec<(&Segment, &[bool], &Vectors)>> = parts
-        .iter()
-        .map(|(_, l)| {
-            let vectors = l.vectors.as_deref()?;
-            Some((l.segment.as_ref(), l.deleted.as_slice(), &vectors.vectors))
-        })
-        .collect();
-    let vectors = match (dense, carried) {
-        (Some(dense), Some(carried)) => {
-            let vectors = SegmentVectors::new(merge_vectors(dense.dim, &carried), hnsw, hnsw_min);
-            let name = vector_name(&meta.file);
-            meta.vectors = Some(store::write_vectors(
-                files,
-                dir,
-                &name,
-                &dense.model,
-                &vectors,
-            )?);
-            Some(Arc::new(vectors))
-        }
-        _ => None,
-    };
-    Ok((
-        meta,
-        LiveSegment {
-            deleted: vec![false; merged.docs.len()],
-            segment: Arc::new(merged),
-            vectors,
-        },
-    ))
 }

@@ -5,7 +5,7 @@
 
 use lector_index::vector::HnswParams;
 use lector_index::{
-    Document, Embedder, Error, Index, IndexSettings, IndexWriter, Mode, RetrieverKind,
+    Document, Embedder, Error, Index, IndexSettings, IndexWriter, MergePolicy, Mode, RetrieverKind,
     SearchOptions,
 };
 use lector_ingest::{self as ingest, IngestOptions, Item};
@@ -319,4 +319,46 @@ fn a_damaged_vector_file_is_reported_by_name() {
     let err = Index::open(dir.path()).err().unwrap().to_string();
     let name = file.file_name().unwrap().to_string_lossy().into_owned();
     assert!(err.contains(&name) && err.contains("checksum"), "{err}");
+}
+
+#[test]
+fn a_merge_extends_the_graph_of_its_largest_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = &scifact_slice(55);
+    let embedder = embedder();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.set_embedder(embedder.clone()).unwrap();
+    writer.set_hnsw(HnswParams::default(), 100);
+    writer.set_merge_policy(MergePolicy {
+        factor: 2,
+        floor_passages: 100_000,
+    });
+    let (large, small) = docs.split_at(docs.len() * 3 / 4);
+    large.iter().for_each(|d| _ = writer.add(d.clone()));
+    writer.commit().unwrap();
+    let graph = Index::open(dir.path()).unwrap().stats().hnsw_passages;
+    assert!(
+        graph >= 100,
+        "the first segment has a graph ({graph} passages)"
+    );
+    small.iter().for_each(|d| _ = writer.add(d.clone()));
+    let info = writer.commit().unwrap();
+    assert_eq!(info.segments, 1, "two segments of one tier merge");
+
+    let index = Index::open(dir.path()).unwrap();
+    let stats = index.stats();
+    assert_eq!(
+        stats.hnsw_passages, stats.passages,
+        "the merged graph covers every row"
+    );
+    assert_eq!(embedder.texts.load(Ordering::SeqCst), stats.passages);
+    let queries = queries_within(docs);
+    assert!(!queries.is_empty());
+    for (q, _) in &queries {
+        assert_eq!(
+            search(&index, &embedder, Mode::Dense, false, q)[0],
+            search(&index, &embedder, Mode::Dense, true, q)[0],
+            "{q}"
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! Storage, commits, locking and search of lector-index on real SciFact and SQuAD slices.
 
 use lector_index::{
-    Bm25Params, Document, Error, Index, IndexSettings, IndexWriter, Retriever, Stemmer,
+    Bm25Params, Document, Error, Index, IndexSettings, IndexWriter, MergePolicy, Retriever, Stemmer,
 };
 use lector_ingest::{self as ingest, IngestOptions, Item};
 use std::path::PathBuf;
@@ -338,4 +338,124 @@ fn fifty_megabyte_document() {
         doc.passages.len(),
         index.stats().bytes
     );
+}
+
+/// The files in `dir` but the manifest and the lock, sorted.
+fn segment_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("seg-"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The segment files the manifest lists, sorted.
+fn listed(dir: &std::path::Path) -> Vec<String> {
+    let manifest = std::fs::read_to_string(dir.join("MANIFEST.json")).unwrap();
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let mut names: Vec<String> = manifest["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["file"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn small_commits_merge_in_tiers_and_leave_a_large_segment_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = scifact(160);
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.set_merge_policy(MergePolicy {
+        factor: 4,
+        floor_passages: 8,
+    });
+    for doc in &docs[..120] {
+        writer.add(doc.clone());
+    }
+    writer.commit().unwrap();
+    let large = listed(dir.path());
+    assert_eq!(large.len(), 1);
+    for doc in &docs[120..] {
+        writer.add(doc.clone());
+        writer.commit().unwrap();
+        let segments = listed(dir.path());
+        assert!(
+            segments.contains(&large[0]),
+            "the large segment was rewritten"
+        );
+        // Below the large segment's tier at most factor - 1 segments wait in each tier.
+        assert!(segments.len() <= 1 + 3 * 4, "{} segments", segments.len());
+    }
+    let segments = listed(dir.path());
+    assert!(segments.iter().any(|s| s.contains("-m")), "{segments:?}");
+    assert_eq!(segment_files(dir.path()), segments, "no file left over");
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(ids(&index).len(), 160);
+    let hits = index
+        .bm25(Bm25Params::default())
+        .retrieve(&docs[150].text, 1);
+    assert_eq!(hits.unwrap()[0].doc_id, docs[150].id);
+}
+
+#[test]
+fn a_deferred_merge_runs_beside_commits_and_keeps_their_deletions() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = scifact(40);
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.defer_merges(true);
+    writer.set_merge_policy(MergePolicy {
+        factor: 4,
+        floor_passages: 1_000,
+    });
+    for chunk in docs[..20].chunks(5) {
+        chunk.iter().for_each(|d| _ = writer.add(d.clone()));
+        writer.commit().unwrap();
+    }
+    assert_eq!(listed(dir.path()).len(), 4, "commits do not merge");
+    let job = writer.next_merge().expect("four segments of one tier");
+    assert_eq!(job.segments(), 4);
+    let merged = job.run();
+
+    // While the merge is written but not listed, commits delete, replace and add documents
+    // and must not remove its files; no second merge starts.
+    assert!(writer.remove(&docs[1].id));
+    let mut changed = docs[7].clone();
+    changed.text.push_str(" A sentence added later.");
+    writer.add(changed.clone());
+    writer.add(docs[30].clone());
+    writer.commit().unwrap();
+    assert!(writer.next_merge().is_none(), "one merge at a time");
+    let info = writer
+        .finish_merge(merged)
+        .unwrap()
+        .expect("inputs still there");
+    assert_eq!((info.documents, info.segments), (20, 2));
+
+    let index = Index::open(dir.path()).unwrap();
+    assert!(
+        index.document(&docs[1].id).is_none(),
+        "deleted while merging"
+    );
+    assert_eq!(index.document(&docs[7].id).unwrap().text, changed.text);
+    assert!(index.document(&docs[30].id).is_some());
+    assert_eq!(segment_files(dir.path()), listed(dir.path()));
+
+    // A merge whose input lost every document meanwhile is dropped, files and all.
+    for chunk in docs[31..40].chunks(3) {
+        chunk.iter().for_each(|d| _ = writer.add(d.clone()));
+        writer.commit().unwrap();
+    }
+    let job = writer.next_merge().expect("a full tier again");
+    for doc in &docs[31..34] {
+        writer.remove(&doc.id);
+    }
+    writer.commit().unwrap();
+    assert!(writer.finish_merge(job.run()).unwrap().is_none());
+    assert_eq!(segment_files(dir.path()), listed(dir.path()));
+    assert_eq!(Index::open(dir.path()).unwrap().len(), 26);
 }

@@ -5,6 +5,9 @@
 //! (a pointer copied under a lock held for nanoseconds), and a commit builds the next pipeline
 //! beside it and swaps the pointer. An ask keeps the snapshot it started with to its end, and a
 //! write never waits for asks, nor asks for a write.
+//!
+//! Commits do not merge segments: the merges the index's policy asks for run on a thread of
+//! their own (see [`WriterGuard::commit`]), so a write never waits for a large merge either.
 
 use crate::access::ApiKey;
 use crate::error::ApiError;
@@ -12,7 +15,9 @@ use crate::label::routes::Labelling;
 use crate::limit::{Gate, Limits};
 use crate::metrics::{Gauges, LogLines, Metrics};
 use lector_generate::Generator;
-use lector_index::{CommitInfo, Embedder, Index, IndexWriter, SearchOptions};
+use lector_index::{
+    CommitInfo, Embedder, Index, IndexWriter, MergeJob, MergedSegment, SearchOptions,
+};
 use lector_pipeline::Pipeline;
 use lector_querylog::{Entry, QueryLog};
 use std::net::IpAddr;
@@ -102,10 +107,8 @@ impl AppState {
             None => None,
         };
         let mut writer = writer;
-        if let (Some(w), Some(e)) = (writer.as_mut(), &embedder) {
-            if w.is_dense() {
-                w.set_embedder(e.clone())?;
-            }
+        if let Some(w) = writer.as_mut() {
+            prepare(w, embedder.as_ref())?;
         }
         let state = AppState {
             read_only: writer.is_none(),
@@ -190,7 +193,7 @@ impl AppState {
     }
 
     /// The writer, locked (one write at a time); 403 when serving read-only, 503 after shutdown.
-    pub fn writer(&self) -> Result<WriterGuard<'_>, ApiError> {
+    pub fn writer(self: &Arc<Self>) -> Result<WriterGuard<'_>, ApiError> {
         self.check_writable()?;
         let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
@@ -263,6 +266,40 @@ impl AppState {
         self.generation.store(stats.generation, Ordering::Relaxed);
     }
 
+    /// Runs `job` and the merges due after it, serving each finished one like a commit. Stops
+    /// when none is due, after shutdown (the unlisted output goes at the next open), or at an
+    /// error (the index is intact; the next write plans the merge again).
+    fn run_merges(&self, mut job: MergeJob) {
+        loop {
+            let merged = job.run();
+            let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(writer) = guard.as_mut() else {
+                return;
+            };
+            if !self.finish_merge(writer, merged) {
+                return;
+            }
+            match writer.next_merge() {
+                Some(next) => job = next,
+                None => return,
+            }
+        }
+    }
+
+    /// Lists a finished merge and serves it; false when it failed (logged: the index is
+    /// unchanged, and the next write plans the merge again).
+    fn finish_merge(&self, writer: &mut IndexWriter, merged: MergedSegment) -> bool {
+        match writer.finish_merge(merged) {
+            Ok(Some(_)) => self.publish(writer.committed().clone()),
+            Ok(None) => {}
+            Err(err) => {
+                eprintln!("warning: a segment merge failed, the index is unchanged: {err}");
+                return false;
+            }
+        }
+        true
+    }
+
     /// Serves `index` (a new commit) from now on: the next pipeline is built outside the lock,
     /// then swapped in; asks already running finish on the snapshot they hold.
     fn publish(&self, index: Index) {
@@ -278,10 +315,23 @@ impl AppState {
     }
 }
 
+/// Readies a writer for serving: the embedder of a dense index, and merges left to
+/// [`AppState::run_merges`].
+fn prepare(
+    writer: &mut IndexWriter,
+    embedder: Option<&Arc<dyn Embedder>>,
+) -> lector_index::Result<()> {
+    if let (true, Some(embedder)) = (writer.is_dense(), embedder) {
+        writer.set_embedder(embedder.clone())?;
+    }
+    writer.defer_merges(true);
+    Ok(())
+}
+
 /// The locked writer. [`WriterGuard::commit`] makes staged changes durable and visible.
 pub struct WriterGuard<'a> {
     guard: MutexGuard<'a, Option<IndexWriter>>,
-    state: &'a AppState,
+    state: &'a Arc<AppState>,
 }
 
 impl WriterGuard<'_> {
@@ -292,7 +342,8 @@ impl WriterGuard<'_> {
 
     /// Commits (fsync'd on return) and serves the new commit to later requests. When the commit
     /// fails, the staged changes are dropped (the writer is reopened at the last commit), so a
-    /// failed request never lands with a later one.
+    /// failed request never lands with a later one. A merge the commit makes due starts on a
+    /// thread of its own unless one is running (which plans the next when it is done).
     pub fn commit(&mut self) -> Result<CommitInfo, ApiError> {
         let writer = self.writer();
         let info = match writer.commit() {
@@ -306,7 +357,26 @@ impl WriterGuard<'_> {
         if snapshot.generation() != self.state.pipeline().index().generation() {
             self.state.publish(snapshot);
         }
+        if let Some(job) = self.writer().next_merge() {
+            self.merge_in_background(job);
+        }
         Ok(info)
+    }
+
+    /// Hands `job` to a thread of its own; when no thread can be started, merges now.
+    fn merge_in_background(&mut self, job: MergeJob) {
+        let (send, receive) = std::sync::mpsc::channel::<MergeJob>();
+        let state = self.state.clone();
+        let thread = std::thread::Builder::new()
+            .name("lector-merge".into())
+            .spawn(move || receive.recv().map(|job| state.run_merges(job)));
+        match thread {
+            Ok(_) => send.send(job).expect("the merge thread waits for its job"),
+            Err(err) => {
+                eprintln!("warning: cannot start a merge thread ({err}): merging now");
+                self.state.finish_merge(self.writer(), job.run());
+            }
+        }
     }
 }
 
@@ -317,9 +387,7 @@ impl WriterGuard<'_> {
         let dir = self.writer().committed().dir().to_path_buf();
         *self.guard = None; // releases the lock before taking it again
         let reopened = IndexWriter::open(&dir).and_then(|mut w| {
-            if let (true, Some(e)) = (w.is_dense(), &self.state.embedder) {
-                w.set_embedder(e.clone())?;
-            }
+            prepare(&mut w, self.state.embedder.as_ref())?;
             Ok(w)
         });
         match reopened {

@@ -365,6 +365,42 @@ fn written_documents_are_durable_and_visible_at_once() {
     assert_eq!(server.metric("lector_index_documents "), Some(11.0));
 }
 
+#[test]
+fn writes_merge_segments_in_the_background() {
+    let server = Server::default();
+    let generation = |server: &Server| server.metric("lector_index_generation ").unwrap();
+    let start = generation(&server);
+    // The sample's segment and seven one-document commits fill the lowest tier (8 segments).
+    for n in 0..7 {
+        let doc = json!({"id": format!("crane-{n}"), "text": format!("Harbour crane {n} was painted blue in 19{n}5.")});
+        let (status, body) = server.post("/v1/documents", &doc.to_string());
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(error_free(&body)["generation"], start + n as f64 + 1.0);
+    }
+    // The merge is served like a commit of its own once it is done.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while generation(&server) < start + 8.0 {
+        assert!(Instant::now() < deadline, "no merge within a minute");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let index = lector_index::Index::open(server.dir.path()).unwrap();
+    assert_eq!((index.len(), index.stats().segments), (17, 1));
+    let segment_files = std::fs::read_dir(server.dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("seg-")
+        })
+        .count();
+    assert_eq!(segment_files, 1, "the merged inputs' files are removed");
+    let answer = server.ask(json!({"question": "When was harbour crane 4 painted blue?"}));
+    assert_eq!(answer["answer"]["text"], "1945");
+    assert_eq!(server.get("/v1/documents/crane-0").0, 200);
+}
+
 fn error_free(body: &str) -> Value {
     let value: Value = serde_json::from_str(body).unwrap();
     assert!(value.get("error").is_none(), "{body}");

@@ -28,6 +28,7 @@ fn opens_an_empty_directory_as_a_new_index_that_takes_documents_and_answers() {
     let notify = |m: &str| heard.borrow_mut().push(m.to_string());
     let reader = pipeline("models/reader-minilm-squad");
     let Opened { state, warnings } = open(dir.path(), &reader, false, config, &notify).unwrap();
+    let state = std::sync::Arc::new(state);
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(
         heard

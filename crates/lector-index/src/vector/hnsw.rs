@@ -88,15 +88,23 @@ impl Hnsw {
             vectors.len() < u32::MAX as usize,
             "too many rows for u32 ids"
         );
-        let n = vectors.len();
         let builder = Builder::new(vectors, params);
-        let insert = |q: usize| with_scratch(|s| builder.insert(q as u32, s));
-        if n < PARALLEL_BUILD || rayon::current_num_threads() == 1 {
-            (0..n).for_each(insert);
-        } else {
-            (0..n).into_par_iter().for_each(insert);
-        }
+        builder.insert_all(0..vectors.len());
         builder.freeze(params)
+    }
+
+    /// The graph of `vectors`, whose first [`Self::len`] rows are the rows this graph was built
+    /// on: the rest are inserted into a copy of it, as [`Self::build`] would have inserted them
+    /// after the first ones, so extending costs the new rows only (a merge reuses the graph of
+    /// its largest input this way instead of building one from scratch).
+    /// Panics when `vectors` has fewer rows than the graph or another dimension than a query.
+    pub fn extend(&self, vectors: &Vectors) -> Hnsw {
+        let (old, n) = (self.len(), vectors.len());
+        assert!(n >= old, "fewer rows than the graph has");
+        assert!(n < u32::MAX as usize, "too many rows for u32 ids");
+        let builder = Builder::resume(self, vectors);
+        builder.insert_all(old..n);
+        builder.freeze(self.params)
     }
 
     /// The parameters the graph was built with.
@@ -310,13 +318,14 @@ impl Layout {
     }
 }
 
-/// Random levels: floor(-ln(u) / ln(m)) for uniform u in (0, 1], from a seeded splitmix64.
-fn draw_levels(n: usize, m: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed;
+/// Random levels of nodes `nodes`: floor(-ln(u) / ln(m)) for uniform u in (0, 1], from a
+/// seeded splitmix64 whose n-th draw depends on n alone, so a graph extended later draws the
+/// levels its rows would have had in one build.
+fn draw_levels(nodes: Range<usize>, m: usize, seed: u64) -> Vec<u8> {
     let scale = 1.0 / (m as f64).ln();
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    nodes
+        .map(|node| {
+            let state = seed.wrapping_add((node as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             let mut z = state;
             z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -359,7 +368,7 @@ fn atomic_slots(n: usize) -> Vec<AtomicU32> {
 
 impl<'a> Builder<'a> {
     fn new(vectors: &'a Vectors, params: HnswParams) -> Self {
-        let levels = draw_levels(vectors.len(), params.m, params.seed);
+        let levels = draw_levels(0..vectors.len(), params.m, params.seed);
         let layout = Layout::new(params.m, &levels);
         Builder {
             vectors,
@@ -371,6 +380,46 @@ impl<'a> Builder<'a> {
             levels,
             layout,
             entry: Mutex::new(None),
+        }
+    }
+
+    /// A builder over `vectors` holding `graph`'s links for its nodes (the first rows). The
+    /// layout puts old nodes' blocks first in both arrays, so the old arrays are prefixes.
+    fn resume(graph: &Hnsw, vectors: &'a Vectors) -> Self {
+        let params = graph.params;
+        let mut levels = graph.levels.clone();
+        levels.extend(draw_levels(
+            graph.len()..vectors.len(),
+            params.m,
+            params.seed,
+        ));
+        let layout = Layout::new(params.m, &levels);
+        let copied = |old: &[u32], slots: usize| -> Vec<AtomicU32> {
+            let mut out: Vec<AtomicU32> = old.iter().map(|&v| AtomicU32::new(v)).collect();
+            out.resize_with(slots, || AtomicU32::new(0));
+            out
+        };
+        let entry = graph.entry.map(|node| (node, graph.levels[node as usize]));
+        Builder {
+            vectors,
+            m: params.m,
+            ef_construction: params.ef_construction.max(1),
+            base: copied(&graph.base, layout.slots(0)),
+            upper: copied(&graph.upper, layout.slots(1)),
+            locks: (0..levels.len()).map(|_| Mutex::new(())).collect(),
+            levels,
+            layout,
+            entry: Mutex::new(entry),
+        }
+    }
+
+    /// Inserts `nodes` in order, or in parallel on rayon's threads when there are many.
+    fn insert_all(&self, nodes: Range<usize>) {
+        let insert = |q: usize| with_scratch(|s| self.insert(q as u32, s));
+        if nodes.len() < PARALLEL_BUILD || rayon::current_num_threads() == 1 {
+            nodes.for_each(insert);
+        } else {
+            nodes.into_par_iter().for_each(insert);
         }
     }
 
@@ -727,10 +776,11 @@ mod tests {
 
     #[test]
     fn levels_follow_the_geometric_distribution() {
-        let levels = draw_levels(100_000, 16, 7);
+        let levels = draw_levels(0..100_000, 16, 7);
         let above = levels.iter().filter(|&&l| l >= 1).count() as f64 / 100_000.0;
         assert!((above - 1.0 / 16.0).abs() < 0.005, "{above}");
-        assert_eq!(levels, draw_levels(100_000, 16, 7));
+        assert_eq!(levels, draw_levels(0..100_000, 16, 7));
+        assert_eq!(levels[60_000..], draw_levels(60_000..100_000, 16, 7));
     }
 
     #[test]
@@ -801,5 +851,28 @@ mod tests {
             let exact = exact_top_k(&vectors, q, 5, |_| true);
             assert_eq!(graph.search(&vectors, q, 5, 300, |_| true), exact);
         }
+    }
+
+    #[test]
+    fn an_extended_graph_is_the_graph_built_in_one_go() {
+        // Below the parallel threshold insertion is sequential, so inserting the last rows into
+        // the graph of the first ones must give exactly the graph of all rows.
+        let vectors = random_unit(900, 8, 5);
+        let mut first = Vectors::new(8);
+        (0..500).for_each(|i| first.push(vectors.row(i)));
+        let params = HnswParams {
+            m: 6,
+            ef_construction: 40,
+            ..HnswParams::default()
+        };
+        let extended = Hnsw::build(&first, params).extend(&vectors);
+        assert_eq!(extended, Hnsw::build(&vectors, params));
+        assert_eq!(
+            extended.extend(&vectors),
+            extended,
+            "no new rows, no change"
+        );
+        let empty = Hnsw::build(&Vectors::new(8), params);
+        assert_eq!(empty.extend(&vectors), Hnsw::build(&vectors, params));
     }
 }

@@ -50,7 +50,8 @@ for target in "${targets[@]}"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "logs/$target.log" | tail -n 1)
   crashes=$(find "artifacts/$target" -type f | wc -l)
   files=$(find "corpus/$target" -type f | wc -l)
-  kib=$(du -sk "corpus/$target" | cut -f1)
+  # Bytes of input, not disk blocks: most corpus files are far smaller than a block.
+  kib=$(du -sk --apparent-size "corpus/$target" | cut -f1)
   printf '| %s | %s | %s | %s | %s | %s |\n' "$target" "${execs:-0}" "$crashes" "$files" "$kib" "$seconds"
   if [ "$crashes" -ne 0 ] || [ "${execs:-0}" -lt "$runs" ]; then
     failed=1

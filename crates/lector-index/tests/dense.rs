@@ -114,6 +114,14 @@ fn queries_within(docs: &[Document]) -> Vec<(String, HashSet<String>)> {
         .collect()
 }
 
+/// A dense writer whose segments of 100 passages or more get an HNSW graph.
+fn graph_writer(dir: &std::path::Path, embedder: &Arc<Counting>) -> IndexWriter {
+    let mut writer = IndexWriter::open_or_create(dir, IndexSettings::default()).unwrap();
+    writer.set_embedder(embedder.clone()).unwrap();
+    writer.set_hnsw(HnswParams::default(), 100);
+    writer
+}
+
 fn search(index: &Index, embedder: &Counting, mode: Mode, exact: bool, q: &str) -> Vec<String> {
     let mut options = SearchOptions::for_index(index, mode);
     if exact {
@@ -222,10 +230,8 @@ fn merges_carry_vectors_and_large_segments_get_a_graph() {
     let dir = tempfile::tempdir().unwrap();
     let docs = &scifact_slice(55);
     let embedder = embedder();
-    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
-    writer.set_embedder(embedder.clone()).unwrap();
-    writer.set_hnsw(HnswParams::default(), 100);
-    // Ten commits: the ninth segment triggers a merge into one.
+    let mut writer = graph_writer(dir.path(), &embedder);
+    // Ten commits of small segments: the eighth fills the lowest tier, which is merged into one.
     for chunk in docs.chunks(docs.len().div_ceil(10)) {
         for doc in chunk {
             writer.add(doc.clone());
@@ -326,9 +332,7 @@ fn a_merge_extends_the_graph_of_its_largest_input() {
     let dir = tempfile::tempdir().unwrap();
     let docs = &scifact_slice(55);
     let embedder = embedder();
-    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
-    writer.set_embedder(embedder.clone()).unwrap();
-    writer.set_hnsw(HnswParams::default(), 100);
+    let mut writer = graph_writer(dir.path(), &embedder);
     writer.set_merge_policy(MergePolicy {
         factor: 2,
         floor_passages: 100_000,

@@ -365,6 +365,8 @@ impl WriterGuard<'_> {
 
     /// Hands `job` to a thread of its own; when no thread can be started, merges now.
     fn merge_in_background(&mut self, job: MergeJob) {
+        // The job goes over a channel, not into the closure, so that it is still here to run
+        // inline when the thread cannot start.
         let (send, receive) = std::sync::mpsc::channel::<MergeJob>();
         let state = self.state.clone();
         let thread = std::thread::Builder::new()

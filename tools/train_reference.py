@@ -30,6 +30,24 @@ parameters whose name ends with "bias" or contains "LayerNorm" or "layer_norm" (
 transformers.get_linear_schedule_with_warmup(num_warmup_steps=3, num_training_steps=10), so step 0 uses lr 0.
 Each step: zero_grad, backward, clip_grad_norm_(1.0), opt.step(), sched.step().
 
+The retrieval heads (lector's `train embedder` and `train reranker` losses), with the same optimiser, schedule
+and expected.safetensors keys (the parameters being the head's: see below):
+  --out/<name>-embedder/ for tiny-bert and tiny-roberta: the encoder of the QA checkpoint (model.base_model, so
+                        no qa_outputs and no pooler; parameter names keep the `bert.`/`roberta.` prefix), mean
+                        pooling over real tokens, L2 normalisation, then lector's MultipleNegativesRankingLoss:
+                            scores = q @ p.T * SCALE + mask;  loss = cross_entropy(scores, arange(n))
+                        where column i < n is question i's positive, the columns after them hard negatives, and
+                        mask[i][j] = -1e9 where j != i holds question i's own paragraph (`texts` equal).
+                        batches.json {"scale": 20.0, "batches": [B0, B1]}, each B: `questions`, `question_types`,
+                        `passages`, `passage_types` (unpadded token id lists; types as the tokenizer gives them
+                        for one text), `texts` (an identity per passage column: equal texts, equal ids).
+  --out/tiny-bert-rerank/ : BertForSequenceClassification (one label) from the tiny-bert-rerank checkpoint;
+                        per question one softmax over its (question, passage) pairs' logits, the positive first:
+                            loss = mean over questions of -log_softmax(logits[group])[0]
+                        batches.json {"batches": [B0, B1]}, each B: `input_ids`, `token_type_ids` (unpadded
+                        pairs as tokenizer(question, passage) gives them), `group_sizes`.
+Rows are right-padded with the config's pad_token_id for PyTorch (attention_mask 0 there).
+
 Deterministic: one torch thread, fixed texts, random.Random(SEED) for the targets; the script runs the whole
 computation twice in-process and checks the two results are bit-identical, and two runs of the script give
 byte-identical files.
@@ -47,6 +65,9 @@ WEIGHT_DECAY = 0.01
 WARMUP = 3
 CLIP = 1.0
 NAMES = ["tiny-bert", "tiny-distilbert", "tiny-roberta", "tiny-xlm-roberta"]
+EMBEDDER_NAMES = ["tiny-bert", "tiny-roberta"]
+RERANKER_NAME = "tiny-bert-rerank"
+SCALE = 20.0
 
 # (question, context): two batches of four; short, so rows are ~11..24 tokens and lengths differ in each batch
 PAIRS = [
@@ -61,6 +82,41 @@ PAIRS = [
         ("Who won?", "Denver won the game."),
         ("How many students were there?", "There were twelve students."),
         ("What did he give?", "He gave money for a new hall."),
+    ],
+]
+
+# Embedder batches: (question, positive paragraph) per row, then hard negatives (paragraph texts). In B0 two
+# questions share a paragraph; in B1 a hard negative is another question's positive: both exercise the mask.
+EMBEDDER_BATCHES = [
+    {
+        "questions": [
+            ("Who wrote the book?", "Anna wrote the book in 1901."),
+            ("Which river flows through Bonn?", "The city of Bonn lies on the Rhine."),
+            ("When did Anna write it?", "Anna wrote the book in 1901."),
+        ],
+        "negatives": ["The library opened in 1883.", "The museum is near the old church."],
+    },
+    {
+        "questions": [
+            ("Who won the game?", "Denver won the game."),
+            ("How many students were there?", "There were twelve students in the hall."),
+            ("What did he give?", "He gave money for a new hall."),
+        ],
+        "negatives": ["The sky is blue on a clear day.", "He gave money for a new hall."],
+    },
+]
+
+# Reranker batches: groups of (question, [positive, negatives...]); group sizes differ in B1.
+RERANKER_BATCHES = [
+    [
+        ("Which river flows through Bonn?",
+         ["The city of Bonn lies on the Rhine.", "The museum is near the old church.", "Paris lies on the Seine."]),
+        ("Who won the game?", ["Denver won the game.", "The sky is blue on a clear day.", "Anna wrote the book."]),
+    ],
+    [
+        ("When did the library open?", ["The library opened in 1883.", "There were twelve students."]),
+        ("What did he give?", ["He gave money for a new hall.", "Denver won the game.",
+                               "The museum is near the old church.", "The city of Bonn lies on the Rhine."]),
     ],
 ]
 
@@ -129,10 +185,19 @@ def run(model_dir, name, batches):
         e = out.end_logits - neg
         return (F.cross_entropy(s, t["start_positions"]) + F.cross_entropy(e, t["end_positions"])) / 2
 
-    params = list(model.named_parameters())
+    return trajectory(list(model.named_parameters()), [lambda t=t: loss_on(t) for t in tb])
+
+
+def trajectory(params, losses):
+    """Loss and raw gradients of losses[0]() at the initial weights, then STEPS AdamW steps, step s on
+    losses[s % 2](), over the named parameters `params`. Returns {key: float32 tensor}."""
+    import torch
+    import transformers
+
     res = {}
-    model.zero_grad(set_to_none=True)
-    loss = loss_on(tb[0])
+    for _, p in params:
+        p.grad = None
+    loss = losses[0]()
     loss.backward()
     res["loss"] = loss.detach().reshape(1).clone()
     for n, p in params:
@@ -146,26 +211,127 @@ def run(model_dir, name, batches):
     opt = torch.optim.AdamW(groups, lr=LR, betas=(0.9, 0.999), eps=1e-8)
     sched = transformers.get_linear_schedule_with_warmup(opt, num_warmup_steps=WARMUP,
                                                          num_training_steps=STEPS)
-    losses, lrs, norms = [], [], []
+    losses_seen, lrs, norms = [], [], []
     for step in range(STEPS):
         opt.zero_grad(set_to_none=True)
-        loss = loss_on(tb[step % 2])
+        loss = losses[step % 2]()
         loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        norm = torch.nn.utils.clip_grad_norm_([p for _, p in params], CLIP)
         lrs.append(opt.param_groups[0]["lr"])
         opt.step()
         sched.step()
-        losses.append(loss.item())
+        losses_seen.append(loss.item())
         norms.append(float(norm))
     for n, p in params:
         res["after." + n] = p.detach().clone()
-    res["steps.loss"] = torch.tensor(losses, dtype=torch.float32)
+    res["steps.loss"] = torch.tensor(losses_seen, dtype=torch.float32)
     res["steps.lr"] = torch.tensor(lrs, dtype=torch.float32)
     res["steps.grad_norm"] = torch.tensor(norms, dtype=torch.float32)
     for k, v in res.items():
         assert v.dtype == torch.float32, k
         res[k] = v.contiguous()
     return res
+
+
+def padded(rows, pad):
+    """Right-pads token id lists: (ids, attention_mask) as long tensors."""
+    import torch
+    width = max(len(r) for r in rows)
+    ids = [r + [pad] * (width - len(r)) for r in rows]
+    mask = [[1] * len(r) + [0] * (width - len(r)) for r in rows]
+    return torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
+
+
+def make_embedder_batches(tokenizer):
+    def enc(text):
+        e = tokenizer(text, return_token_type_ids=True)
+        return list(e["input_ids"]), list(e["token_type_ids"])
+
+    batches = []
+    for spec in EMBEDDER_BATCHES:
+        columns = [c for _, c in spec["questions"]] + spec["negatives"]
+        ids_of = {}
+        b = {"questions": [], "question_types": [], "passages": [], "passage_types": [],
+             "texts": [ids_of.setdefault(c, len(ids_of)) for c in columns]}
+        for q, _ in spec["questions"]:
+            ids, tt = enc(q)
+            b["questions"].append(ids)
+            b["question_types"].append(tt)
+        for c in columns:
+            ids, tt = enc(c)
+            b["passages"].append(ids)
+            b["passage_types"].append(tt)
+        batches.append(b)
+    return batches
+
+
+def run_embedder(model_dir, name, batches, config):
+    """The embedder loss on the QA checkpoint's encoder (see the module doc)."""
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForQuestionAnswering
+
+    torch.manual_seed(SEED)
+    model = AutoModelForQuestionAnswering.from_pretrained(model_dir, dtype=torch.float32)
+    model.eval()
+    encoder = model.base_model
+    prefix = model.base_model_prefix
+
+    def embed(rows, types):
+        ids, mask = padded(rows, config.pad_token_id)
+        tt, _ = padded(types, 0)
+        hidden = encoder(input_ids=ids, attention_mask=mask, token_type_ids=tt).last_hidden_state
+        m = mask.to(torch.float32).unsqueeze(-1)
+        return F.normalize((hidden * m).sum(1) / m.sum(1), dim=-1)
+
+    def loss_on(b):
+        q = embed(b["questions"], b["question_types"])
+        p = embed(b["passages"], b["passage_types"])
+        n, texts = len(b["questions"]), b["texts"]
+        mask = torch.tensor([[-1e9 if j != i and texts[j] == texts[i] else 0.0 for j in range(len(texts))]
+                             for i in range(n)], dtype=torch.float32)
+        scores = q @ p.T * SCALE + mask
+        return F.cross_entropy(scores, torch.arange(n))
+
+    params = [(f"{prefix}.{n}", p) for n, p in encoder.named_parameters()]
+    return trajectory(params, [lambda b=b: loss_on(b) for b in batches])
+
+
+def make_reranker_batches(tokenizer):
+    batches = []
+    for groups in RERANKER_BATCHES:
+        b = {"input_ids": [], "token_type_ids": [], "group_sizes": []}
+        for question, passages in groups:
+            b["group_sizes"].append(len(passages))
+            for passage in passages:
+                e = tokenizer(question, passage, return_token_type_ids=True)
+                b["input_ids"].append(list(e["input_ids"]))
+                b["token_type_ids"].append(list(e["token_type_ids"]))
+        batches.append(b)
+    return batches
+
+
+def run_reranker(model_dir, batches, config):
+    """The reranker loss: one softmax per question over its pairs' logits, the positive first."""
+    import torch
+    import torch.nn.functional as F
+    from transformers import AutoModelForSequenceClassification
+
+    torch.manual_seed(SEED)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, dtype=torch.float32)
+    model.eval()
+
+    def loss_on(b):
+        ids, mask = padded(b["input_ids"], config.pad_token_id)
+        tt, _ = padded(b["token_type_ids"], 0)
+        logits = model(input_ids=ids, attention_mask=mask, token_type_ids=tt).logits.squeeze(-1)
+        terms, offset = [], 0
+        for size in b["group_sizes"]:
+            terms.append(-F.log_softmax(logits[offset:offset + size], dim=0)[0])
+            offset += size
+        return torch.stack(terms).mean()
+
+    return trajectory(list(model.named_parameters()), [lambda b=b: loss_on(b) for b in batches])
 
 
 def write_json(path, obj):
@@ -201,29 +367,44 @@ def main():
     versions = {"torch": torch.__version__, "transformers": transformers.__version__,
                 "tokenizers": tokenizers.__version__, "safetensors": safetensors.__version__}
     summary = {"versions": versions, "models": {}}
+    def emit(key, folder, batches_json, compute):
+        """Runs `compute` twice (the results must be bit-identical) and writes the fixture folder."""
+        res, again = compute(), compute()
+        for k in res:
+            assert torch.equal(res[k], again[k]), f"{key}: {k} differs between two runs"
+            assert torch.isfinite(res[k]).all(), (key, k)
+        d = os.path.join(args.out, folder)
+        os.makedirs(d, exist_ok=True)
+        write_json(os.path.join(d, "batches.json"), batches_json)
+        # one metadata key only: safetensors writes its metadata map in hash order, which varies per run
+        save_file(dict(sorted(res.items())), os.path.join(d, "expected.safetensors"), metadata={"format": "pt"})
+        summary["models"][key] = {
+            "bytes": folder_size(d),
+            "loss": round(res["loss"].item(), 6),
+            "steps_loss": [round(x, 4) for x in res["steps.loss"].tolist()],
+            "steps_grad_norm": [round(x, 4) for x in res["steps.grad_norm"].tolist()],
+            "params": sum(1 for k in res if k.startswith("grad.")),
+        }
+        return summary["models"][key]
+
     for name in NAMES:
         src = os.path.join(args.models, name)
         tokenizer = AutoTokenizer.from_pretrained(src)
         config = AutoConfig.from_pretrained(src)
         batches = make_batches(name, tokenizer, config, random.Random(f"{SEED}-{name}"))
-        res = run(src, name, batches)
-        again = run(src, name, batches)
-        for k in res:
-            assert torch.equal(res[k], again[k]), f"{name}: {k} differs between two runs"
-        d = os.path.join(args.out, name)
-        os.makedirs(d, exist_ok=True)
-        write_json(os.path.join(d, "batches.json"), {"batches": batches})
-        # one metadata key only: safetensors writes its metadata map in hash order, which varies per run
-        save_file(dict(sorted(res.items())), os.path.join(d, "expected.safetensors"), metadata={"format": "pt"})
-        for k, v in res.items():
-            assert torch.isfinite(v).all(), (name, k)
-        summary["models"][name] = {
-            "bytes": folder_size(d),
-            "row_lengths": [[sum(m) for m in b["attention_mask"]] for b in batches],
-            "loss": round(res["loss"].item(), 6),
-            "steps_loss": [round(x, 4) for x in res["steps.loss"].tolist()],
-            "params": sum(1 for k in res if k.startswith("grad.")),
-        }
+        entry = emit(name, name, {"batches": batches}, lambda: run(src, name, batches))
+        entry["row_lengths"] = [[sum(m) for m in b["attention_mask"]] for b in batches]
+    for name in EMBEDDER_NAMES:
+        src = os.path.join(args.models, name)
+        config = AutoConfig.from_pretrained(src)
+        batches = make_embedder_batches(AutoTokenizer.from_pretrained(src))
+        emit(f"{name} embedder", f"{name}-embedder", {"scale": SCALE, "batches": batches},
+             lambda: run_embedder(src, name, batches, config))
+    src = os.path.join(args.models, RERANKER_NAME)
+    config = AutoConfig.from_pretrained(src)
+    batches = make_reranker_batches(AutoTokenizer.from_pretrained(src))
+    emit(f"{RERANKER_NAME} reranker", RERANKER_NAME, {"batches": batches},
+         lambda: run_reranker(src, batches, config))
     print(json.dumps(summary, indent=1))
 
 

@@ -1,9 +1,13 @@
-//! The training objective: start/end cross-entropy over each window's tokens (padding excluded),
-//! as transformers' `...ForQuestionAnswering` computes it: `(CE(start) + CE(end)) / 2`, here
-//! weighted per window by its file's weight and averaged over the batch.
+//! The training objectives.
+//! - Reader: start/end cross-entropy over each window's tokens (padding excluded), as
+//!   transformers' `...ForQuestionAnswering` computes it: `(CE(start) + CE(end)) / 2`, here
+//!   weighted per window by its file's weight and averaged over the batch; optionally shared
+//!   normalisation across a question's windows.
+//! - Embedder: [`ranking_loss`], sentence-transformers' MultipleNegativesRankingLoss.
+//! - Reranker: [`listwise_loss`], one softmax per question over its passages.
 
 use crate::model::Batch;
-use candle_core::{Device, Result, Tensor};
+use candle_core::{Device, Result, Tensor, D};
 
 /// What each window of a batch should predict.
 pub struct Targets {
@@ -86,4 +90,52 @@ pub fn shared_norm_loss(start: &Tensor, end: &Tensor, groups: &Groups) -> Result
 fn log_sum_exp(xs: &Tensor) -> Result<Tensor> {
     let max = xs.max_keepdim(0)?.detach();
     (xs.broadcast_sub(&max)?.exp()?.sum_keepdim(0)?.log()? + max)?.squeeze(0)
+}
+
+/// MultipleNegativesRankingLoss: the mean over questions of the cross-entropy of each question's
+/// positive among every passage of the batch, scored by cosine similarity × `scale`.
+/// `questions` `(n, dim)` and `passages` `(columns, dim)` are unnormalised embeddings; column `i`
+/// (`i < n`) is question `i`'s positive, later columns are hard negatives. `texts` gives each
+/// column's text identity: a column other than `i` holding question `i`'s own text (two questions
+/// about one paragraph) is masked out of its negatives rather than counted against it.
+pub fn ranking_loss(
+    questions: &Tensor,
+    passages: &Tensor,
+    texts: &[usize],
+    scale: f64,
+) -> Result<Tensor> {
+    let n = questions.dim(0)?;
+    let mask: Vec<f32> = (0..n)
+        .flat_map(|i| {
+            texts.iter().enumerate().map(move |(j, &text)| {
+                if j != i && text == texts[i] {
+                    -1e9
+                } else {
+                    0.0
+                }
+            })
+        })
+        .collect();
+    let mask = Tensor::from_vec(mask, (n, texts.len()), &Device::Cpu)?;
+    let scores = ((normalize(questions)?.matmul(&normalize(passages)?.t()?)? * scale)? + mask)?;
+    let targets = Tensor::from_vec((0..n as u32).collect::<Vec<_>>(), n, &Device::Cpu)?;
+    candle_nn::loss::cross_entropy(&scores, &targets)
+}
+
+/// Rows scaled to unit L2 norm.
+fn normalize(x: &Tensor) -> Result<Tensor> {
+    x.broadcast_div(&x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?)
+}
+
+/// The mean over questions of `−log softmax(group)[0]`: `scores` `(rows,)` hold consecutive
+/// groups of `group_sizes` rows, each a question's positive passage first, then its negatives.
+pub fn listwise_loss(scores: &Tensor, group_sizes: &[usize]) -> Result<Tensor> {
+    let mut total = Tensor::zeros((), candle_core::DType::F32, &Device::Cpu)?;
+    let mut offset = 0;
+    for &len in group_sizes {
+        let log_probs = candle_nn::ops::log_softmax(&scores.narrow(0, offset, len)?, 0)?;
+        total = (total - log_probs.narrow(0, 0, 1)?.squeeze(0)?)?;
+        offset += len;
+    }
+    total / group_sizes.len() as f64
 }

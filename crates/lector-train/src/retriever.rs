@@ -14,11 +14,12 @@
 
 use crate::error::{Error, Result};
 use crate::examples::{Example, TrainFile};
+use crate::loss;
 use crate::model::{Batch, HeadKind, Network};
 use crate::negatives::Negatives;
 use crate::rng::Rng;
 use crate::train::{prepare_out, training_examples, Event, Objective, Outcome, Schedule, Trainer};
-use candle_core::{Device, Tensor, D};
+use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -181,7 +182,7 @@ impl Objective for RetrieverObjective {
         let groups: Vec<&Group> = items.iter().map(|&g| &self.groups[g as usize]).collect();
         match self.kind {
             RetrieverKind::Embedder => self.ranking_loss(net, &groups, dropout),
-            RetrieverKind::Reranker => listwise_loss(net, &groups, dropout),
+            RetrieverKind::Reranker => reranker_loss(net, &groups, dropout),
         }
     }
 }
@@ -210,36 +211,19 @@ impl RetrieverObjective {
             .iter()
             .map(|((ids, types), _)| (ids.as_slice(), types.as_slice()))
             .collect();
-        let q = normalize(&net.embed(
+        let q = net.embed(
             &Batch::new(&question_rows, &net.config)?,
             dropout.as_deref_mut(),
-        )?)?;
-        let p = normalize(&net.embed(&Batch::new(&passage_rows, &net.config)?, dropout)?)?;
-        let n = groups.len();
-        // The question's own paragraph elsewhere in the batch is not a negative.
-        let mask: Vec<f32> = (0..n)
-            .flat_map(|i| {
-                let own = columns[i].1;
-                columns
-                    .iter()
-                    .enumerate()
-                    .map(move |(j, (_, text))| if j != i && *text == own { -1e9 } else { 0.0 })
-            })
-            .collect();
-        let mask = Tensor::from_vec(mask, (n, columns.len()), &Device::Cpu)?;
-        let scores = ((q.matmul(&p.t()?)? * self.scale)? + mask)?;
-        let targets = Tensor::from_vec((0..n as u32).collect::<Vec<_>>(), n, &Device::Cpu)?;
-        let loss = candle_nn::loss::cross_entropy(&scores, &targets)?;
-        Ok((loss, n + columns.len()))
+        )?;
+        let p = net.embed(&Batch::new(&passage_rows, &net.config)?, dropout)?;
+        let texts: Vec<usize> = columns.iter().map(|(_, text)| *text).collect();
+        let loss = loss::ranking_loss(&q, &p, &texts, self.scale)?;
+        Ok((loss, groups.len() + columns.len()))
     }
 }
 
-fn normalize(x: &Tensor) -> candle_core::Result<Tensor> {
-    x.broadcast_div(&x.sqr()?.sum_keepdim(D::Minus1)?.sqrt()?)
-}
-
 /// Cross-entropy of each question's positive over its group, averaged over questions.
-fn listwise_loss(
+fn reranker_loss(
     net: &Network,
     groups: &[&Group],
     dropout: Option<&mut Rng>,
@@ -253,15 +237,8 @@ fn listwise_loss(
         })
         .collect();
     let scores = net.score(&Batch::new(&rows, &net.config)?, dropout)?;
-    let mut total = Tensor::zeros((), candle_core::DType::F32, &Device::Cpu)?;
-    let mut offset = 0;
-    for g in groups {
-        let len = g.passages.len();
-        let log_probs = candle_nn::ops::log_softmax(&scores.narrow(0, offset, len)?, 0)?;
-        total = (total - log_probs.narrow(0, 0, 1)?.squeeze(0)?)?;
-        offset += len;
-    }
-    Ok(((total / groups.len() as f64)?, rows.len()))
+    let sizes: Vec<usize> = groups.iter().map(|g| g.passages.len()).collect();
+    Ok((loss::listwise_loss(&scores, &sizes)?, rows.len()))
 }
 
 #[cfg(test)]

@@ -224,11 +224,8 @@ impl Trainer<'_> {
                 "the training files give nothing to train on".into(),
             ));
         }
-        let steps_per_epoch = plan_epoch(units, schedule, 0)
-            .len()
-            .div_ceil(schedule.accumulation);
-        let total_steps =
-            (steps_per_epoch * schedule.epochs).min(schedule.max_steps.unwrap_or(usize::MAX));
+        let layout = StepLayout::new(units, schedule);
+        let total_steps = layout.total().min(schedule.max_steps.unwrap_or(usize::MAX));
         let mut opt = AdamW::new(&self.net.params, adamw_config(schedule, total_steps));
         let mut state = RunState::default();
         if resume {
@@ -248,14 +245,13 @@ impl Trainer<'_> {
         let mut last_dev = None;
         while state.step < total_steps {
             let step = state.step;
-            let epoch = step / steps_per_epoch;
+            let (epoch, in_epoch) = layout.locate(step);
             if plan.as_ref().is_none_or(|(e, _)| *e != epoch) {
                 plan = Some((epoch, plan_epoch(units, schedule, epoch)));
             }
             let batches = &plan.as_ref().expect("planned above").1;
-            let first = (step % steps_per_epoch) * schedule.accumulation;
-            let mine = &batches
-                [first.min(batches.len())..(first + schedule.accumulation).min(batches.len())];
+            let first = in_epoch * schedule.accumulation;
+            let mine = &batches[first..(first + schedule.accumulation).min(batches.len())];
             let log = self.step(&mut opt, step, epoch, mine, &started)?;
             append_line(
                 &self.out.join(LOG_FILE),
@@ -263,7 +259,7 @@ impl Trainer<'_> {
             )?;
             events(Event::Step(&log));
             state.step += 1;
-            let epoch_end = state.step % steps_per_epoch == 0 || state.step == total_steps;
+            let epoch_end = in_epoch + 1 == layout.steps[epoch] || state.step == total_steps;
             if epoch_end && self.dev.is_some() {
                 events(Event::Evaluating { epoch });
                 let scores = self.evaluate_dev(epoch, state.step, &mut state)?;
@@ -369,6 +365,42 @@ fn backward(net: &Network, loss: &Tensor, grads: &mut [Vec<f32>]) -> Result<f64>
         }
     }
     Ok(loss.to_scalar::<f32>()? as f64)
+}
+
+/// How many optimiser steps each epoch holds. Epochs are planned one by one: packing units of
+/// different sizes (a question's windows, with shared normalisation) in another order can give
+/// another number of batches, so epochs may differ in length.
+struct StepLayout {
+    steps: Vec<usize>,
+}
+
+impl StepLayout {
+    fn new(units: &[Vec<u32>], schedule: &Schedule) -> Self {
+        let steps = (0..schedule.epochs)
+            .map(|epoch| {
+                plan_epoch(units, schedule, epoch)
+                    .len()
+                    .div_ceil(schedule.accumulation)
+            })
+            .collect();
+        Self { steps }
+    }
+
+    /// Steps of all epochs together.
+    fn total(&self) -> usize {
+        self.steps.iter().sum()
+    }
+
+    /// The epoch of optimiser step `step` (0-based) and the step's index within it.
+    fn locate(&self, mut step: usize) -> (usize, usize) {
+        for (epoch, &steps) in self.steps.iter().enumerate() {
+            if step < steps {
+                return (epoch, step);
+            }
+            step -= steps;
+        }
+        panic!("step beyond the last epoch (the loop stops at the total)")
+    }
 }
 
 /// The batches of `epoch`: the units in a seeded order, packed up to `batch_size` items (a unit

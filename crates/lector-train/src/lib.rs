@@ -22,6 +22,7 @@
 pub mod error;
 pub mod examples;
 pub mod features;
+mod fingerprint;
 mod fused;
 pub mod loss;
 pub mod model;

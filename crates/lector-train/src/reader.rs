@@ -72,7 +72,7 @@ pub fn train_reader(
                     .into(),
             }
         })?;
-    let examples = training_examples(&run.train, run.negatives.as_ref(), events)?;
+    let examples = training_examples(&run.train, run.negatives.as_ref(), out, resume, events)?;
     let tok = Tokenization {
         tokenizer: &tokenizer,
         cls_token_id,

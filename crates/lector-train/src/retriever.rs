@@ -92,7 +92,7 @@ pub fn train_retriever(
             ..Default::default()
         }))
         .map_err(|e| Error::Params(format!("tokenizer truncation: {e}")))?;
-    let examples = training_examples(&run.train, run.negatives.as_ref(), events)?;
+    let examples = training_examples(&run.train, run.negatives.as_ref(), out, resume, events)?;
     let groups = tokenize_groups(&examples, &tokenizer, run.kind, events)?;
     drop(examples);
     let objective = RetrieverObjective {

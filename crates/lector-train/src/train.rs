@@ -5,6 +5,7 @@
 
 use crate::error::{io_err, Error, Result};
 use crate::examples::{read_examples, Example, TrainFile};
+use crate::fingerprint;
 use crate::model::Network;
 use crate::negatives::{add_negatives, Negatives};
 use crate::optim::{AdamW, AdamWConfig};
@@ -170,19 +171,42 @@ pub(crate) fn prepare_out<T: Serialize>(run: &T, out: &Path, resume: bool) -> Re
 }
 
 /// The questions of `train`, each answerable one followed by its hard negatives when `negatives`
-/// says where to retrieve them.
+/// says where to retrieve them. A fresh run records its inputs' fingerprints in `out`; a resumed
+/// one refuses files or negatives that differ from them (see [`crate::fingerprint`]).
 pub(crate) fn training_examples(
     train: &[TrainFile],
     negatives: Option<&Negatives>,
+    out: &Path,
+    resume: bool,
     events: &mut dyn FnMut(Event),
 ) -> Result<Vec<Example>> {
-    let examples = read_examples(train)?;
-    match negatives {
-        Some(negatives) => add_negatives(examples, negatives, &mut |done, total| {
-            events(Event::Retrieving { done, total })
-        }),
-        None => Ok(examples),
+    let recorded = match resume {
+        true => fingerprint::read(out)?,
+        false => None,
+    };
+    let files = fingerprint::train_files(train)?;
+    if let Some(recorded) = &recorded {
+        fingerprint::check_train_files(recorded, train, &files, out)?;
     }
+    let mut examples = read_examples(train)?;
+    if let Some(negatives) = negatives {
+        examples = add_negatives(examples, negatives, &mut |done, total| {
+            events(Event::Retrieving { done, total })
+        })?;
+    }
+    let inputs = fingerprint::Inputs {
+        train: files,
+        negatives: negatives.map(|_| fingerprint::examples(&examples)),
+    };
+    match (&recorded, negatives) {
+        (Some(recorded), Some(negatives)) => {
+            fingerprint::check_negatives(recorded, negatives, inputs.negatives.as_deref(), out)?
+        }
+        (Some(_), None) => {}
+        // A fresh run, or one started before lector recorded fingerprints.
+        (None, _) => fingerprint::write(out, &inputs)?,
+    }
+    Ok(examples)
 }
 
 /// What is being learned: the data order's units and the loss of a batch of them.

@@ -34,6 +34,10 @@ pub enum Error {
     /// The reranker failed or returned the wrong number of scores.
     #[error("reranking failed: {0}")]
     Rerank(String),
+    /// A segment merge panicked (a bug): the index is unchanged, and the merge is planned again
+    /// after the next commit.
+    #[error("a segment merge panicked: {0}")]
+    MergePanicked(String),
     /// [`crate::add_files`] stopped at `cause` (a failed batch commit, or in strict mode a walk
     /// error or invalid file or line, which names the file and line), `before_adding` anything
     /// or while reading. Nothing staged since the last commit is stored unless the caller

@@ -56,12 +56,7 @@ impl FileLayer for OsFiles {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        // Directories cannot be opened (or synced) on some systems, as on Windows, where a
-        // rename is durable without it.
-        match File::open(dir) {
-            Ok(handle) => handle.sync_all().or_else(ignore_unsupported),
-            Err(_) => Ok(()),
-        }
+        sync_dir(dir)
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -84,6 +79,32 @@ fn ignore_unsupported(e: io::Error) -> io::Result<()> {
     } else {
         Err(e)
     }
+}
+
+/// Makes the creations, renames and removals in `dir` durable (fsync of the directory).
+///
+/// Only Windows may skip it: a directory cannot be opened there, and a rename is durable without
+/// it. Anywhere else a directory that cannot be opened is an error, since the entries that were
+/// just written might not survive a power loss.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    if cfg!(windows) {
+        return Ok(());
+    }
+    File::open(dir)?.sync_all().or_else(ignore_unsupported)
+}
+
+/// Moves the finished file or directory `from` to `to` durably: fsyncs `from`'s contents, renames
+/// it (replacing `to` atomically where `to` is a file) and fsyncs `to`'s directory. For contents
+/// that a library writes to a path of its own (a safetensors file, say), where
+/// [`write_durably`] cannot take bytes.
+pub fn rename_durably(from: &Path, to: &Path) -> io::Result<()> {
+    if from.is_dir() {
+        sync_dir(from)?;
+    } else {
+        OsFiles.sync_file(from)?;
+    }
+    std::fs::rename(from, to)?;
+    sync_dir(parent_dir(to))
 }
 
 /// Replaces the file `path` with `bytes` durably: after a crash at any point it holds either its
@@ -143,6 +164,29 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("missing").join("file.json");
         assert!(write_durably(&path, b"x").is_err());
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_directory_that_cannot_be_opened_is_not_synced_silently() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        assert!(OsFiles.sync_dir(&missing).is_err());
+        assert!(sync_dir(dir.path()).is_ok());
+    }
+
+    #[test]
+    fn rename_durably_moves_files_and_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tmp, path) = (dir.path().join("w.tmp"), dir.path().join("w"));
+        std::fs::write(&tmp, b"weights").unwrap();
+        rename_durably(&tmp, &path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"weights");
+        let (partial, done) = (dir.path().join("partial"), dir.path().join("done"));
+        std::fs::create_dir(&partial).unwrap();
+        rename_durably(&partial, &done).unwrap();
+        assert!(done.is_dir() && !partial.exists());
+        assert!(rename_durably(&dir.path().join("gone"), &path).is_err());
     }
 
     #[test]

@@ -1,19 +1,22 @@
-//! lector-index: the embedded passage index of lector (phase 1: lexical retrieval).
+//! lector-index: the embedded passage index of lector, with lexical, dense and hybrid retrieval.
 //!
 //! Documents come from `lector-ingest`, are cut into passages of about 100 words on sentence
-//! boundaries ([`passage`]), analysed into terms ([`analysis`]), and stored in immutable segments
-//! with an inverted index, committed atomically ([`IndexWriter`], storage in `store`). Queries
-//! are ranked with BM25 ([`bm25`]) through the [`Retriever`] interface that dense and hybrid
-//! retrieval will implement.
+//! boundaries ([`passage`]), analysed into terms ([`analysis`]), embedded when the index is dense
+//! (an [`Embedder`]), and stored in immutable segments with an inverted index and, on a dense
+//! index, the passage vectors. Commits are atomic and durable ([`IndexWriter`], storage in
+//! `store`, every file through [`write_durably`]); a tiered policy merges segments, beside commits
+//! if the caller wants ([`MergePolicy`], [`MergeJob`]). Queries are ranked with BM25 ([`bm25`]),
+//! by vector similarity (exact or HNSW, [`vector`]) or both fused ([`fuse`]), all through the
+//! [`Retriever`] interface, and optionally reranked ([`rerank()`]).
 //!
 //! # Why an own inverted index
 //!
 //! BM25 here has per-index and per-query k1 and b. Tantivy fixes them (k1 = 1.2, b = 0.75) in
 //! its scorer, and re-scoring its postings ourselves would keep its storage but none of its
 //! ranking. The index sizes lector targets (a desktop corpus, a benchmark collection: up to a few
-//! million passages) fit in memory, so a simple design is enough and stays transparent: one file
-//! per commit with documents, passage spans and delta-coded postings, loaded whole on open, with
-//! exact passage lengths (Lucene quantises them to one byte).
+//! million passages) fit in memory, so a simple design is enough and stays transparent: segment
+//! files with documents, passage spans and delta-coded postings, which commits add and merges
+//! combine, loaded whole on open, with exact passage lengths (Lucene quantises them to one byte).
 //!
 //! # Example
 //!
@@ -60,8 +63,10 @@ pub use dense::HNSW_MIN_VECTORS;
 pub use document::Document;
 pub use embed::Embedder;
 pub use error::{Error, Result};
-pub use file_layer::write_durably;
-pub use index::{Bm25Retriever, DocumentHit, DocumentRef, Index, IndexStats};
+pub use file_layer::{rename_durably, sync_dir, write_durably};
+pub use index::{
+    Bm25Retriever, DocumentCursor, DocumentHit, DocumentPage, DocumentRef, Index, IndexStats,
+};
 pub use merge::{MergeJob, MergePolicy, MergedSegment};
 pub use passage::{ChunkConfig, Span};
 pub use rerank::{rerank, PassageScorer, DEFAULT_RERANK_DEPTH};

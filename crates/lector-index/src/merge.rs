@@ -19,7 +19,7 @@
 //! documents) instead of being built again.
 
 use crate::dense::{merge_vectors, SegmentVectors};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::file_layer::FileLayer;
 use crate::index::LiveSegment;
 use crate::segment::Segment;
@@ -81,6 +81,15 @@ impl MergePolicy {
     }
 }
 
+/// The text a panic was raised with.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(text), _) => (*text).to_string(),
+        (_, Some(text)) => text.clone(),
+        _ => "(no message)".to_string(),
+    }
+}
+
 fn live_passages(segment: &LiveSegment) -> usize {
     let docs = segment.segment.docs.iter().zip(&segment.deleted);
     docs.filter(|(_, &gone)| !gone)
@@ -139,10 +148,12 @@ impl MergeJob {
     /// lists it only in [`crate::IndexWriter::finish_merge`], which also reports a failure;
     /// until then, and after a crash, the files are unlisted and go at the next open.
     pub fn run(mut self) -> MergedSegment {
-        MergedSegment {
-            name: self.name.clone(),
-            written: self.write(),
-        }
+        let name = self.name.clone();
+        // A panic must come back as a failed merge: unwinding past the writer would leave it
+        // believing the merge still runs, and it would never plan another.
+        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.write()))
+            .unwrap_or_else(|panic| Err(Error::MergePanicked(panic_message(&*panic))));
+        MergedSegment { name, written }
     }
 
     fn write(&mut self) -> Result<Written> {

@@ -374,8 +374,12 @@ impl IndexWriter {
             parts.into_iter().map(|(_, live)| live).collect(),
         );
         // Old segments are garbage now; a reader still opening them retries with the new manifest.
+        // The manifest is durable, so the commit has happened whatever the cleanup does: an error
+        // here must not make the caller retry (and write the documents again). What is left is
+        // removed by the next commit's cleanup or the next open.
         let in_flight = self.merging.as_deref();
-        store::remove_unlisted(&*self.files, dir, &self.index.manifest, in_flight)
+        let _ = store::remove_unlisted(&*self.files, dir, &self.index.manifest, in_flight);
+        Ok(())
     }
 
     /// The last commit's segments with their metadata.
@@ -485,4 +489,131 @@ fn create(files: &dyn FileLayer, dir: &Path, settings: IndexSettings) -> Result<
     let manifest = Manifest::empty(settings);
     store::write_manifest(files, dir, &manifest)?;
     Ok(manifest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+    use std::sync::atomic::AtomicBool;
+
+    /// The real file system, but removals fail while `failing` is set, and writing a merge's
+    /// output panics while `panicking` is.
+    #[derive(Default)]
+    struct Faulty {
+        failing: AtomicBool,
+        panicking: AtomicBool,
+    }
+
+    impl FileLayer for Faulty {
+        fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+            let name = path.file_name().unwrap().to_string_lossy();
+            if self.panicking.load(Ordering::Relaxed) && name.contains("-m") {
+                panic!("a bug while writing {name}");
+            }
+            OsFiles.write(path, bytes)
+        }
+        fn sync_file(&self, path: &Path) -> io::Result<()> {
+            OsFiles.sync_file(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            OsFiles.rename(from, to)
+        }
+        fn remove(&self, path: &Path) -> io::Result<()> {
+            if self.failing.load(Ordering::Relaxed) {
+                return Err(io::Error::other("removal refused"));
+            }
+            OsFiles.remove(path)
+        }
+        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+            OsFiles.sync_dir(dir)
+        }
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            OsFiles.read(path)
+        }
+        fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+            OsFiles.list(dir)
+        }
+    }
+
+    fn doc(id: &str) -> Document {
+        Document {
+            id: id.to_string(),
+            title: None,
+            text: format!("The {id} document."),
+            date: None,
+            metadata: None,
+        }
+    }
+
+    #[test]
+    fn a_cleanup_error_after_the_commit_point_is_not_a_failed_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(Faulty::default());
+        let mut writer =
+            IndexWriter::open_or_create_with(files.clone(), dir.path(), IndexSettings::default())
+                .unwrap();
+        writer.add(doc("a"));
+        let first = writer.commit().unwrap();
+        // Deleting every document of the first segment makes its file garbage.
+        files.failing.store(true, Ordering::Relaxed);
+        writer.remove("a");
+        writer.add(doc("b"));
+        let second = writer.commit().expect("the manifest is durable: committed");
+        assert_eq!(second.generation, first.generation + 1);
+        assert_eq!(second.documents, 1);
+        // Nothing is left staged, so a retry writes nothing again.
+        assert_eq!(writer.commit().unwrap(), second);
+        // The leftover goes at the next open.
+        files.failing.store(false, Ordering::Relaxed);
+        drop(writer);
+        let reopened = IndexWriter::open(dir.path()).unwrap();
+        assert_eq!(reopened.committed().len(), 1);
+        let segment_files = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("seg-")
+            })
+            .count();
+        assert_eq!(segment_files, 1, "only the listed segment is left");
+    }
+
+    #[test]
+    fn a_panicking_merge_fails_and_is_planned_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(Faulty::default());
+        let mut writer =
+            IndexWriter::open_or_create_with(files.clone(), dir.path(), IndexSettings::default())
+                .unwrap();
+        writer.defer_merges(true);
+        writer.set_merge_policy(MergePolicy {
+            factor: 2,
+            floor_passages: 1_000,
+        });
+        for id in ["a", "b"] {
+            writer.add(doc(id));
+            writer.commit().unwrap();
+        }
+        files.panicking.store(true, Ordering::Relaxed);
+        let job = writer.next_merge().expect("two small segments are due");
+        let failed = writer.finish_merge(job.run());
+        assert!(
+            matches!(failed, Err(Error::MergePanicked(ref m)) if m.contains("a bug while writing")),
+            "{:?}",
+            failed.map(|_| ())
+        );
+        assert_eq!(
+            writer.committed().segments.len(),
+            2,
+            "the index is unchanged"
+        );
+        files.panicking.store(false, Ordering::Relaxed);
+        let retry = writer.next_merge().expect("the merge is planned again");
+        let merged = writer.finish_merge(retry.run()).unwrap().unwrap();
+        assert_eq!((merged.segments, merged.documents), (1, 2));
+    }
 }

@@ -7,7 +7,7 @@ use crate::model::{HeadKind, Network};
 use crate::optim::AdamW;
 use lector_models::Architecture;
 use serde::{Deserialize, Serialize};
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Files copied from the starting checkpoint, when present: the tokenizer's, and
@@ -41,18 +41,15 @@ fn task_class(net: &Network) -> Option<String> {
     }
 }
 
-fn sync(path: &Path) -> Result<()> {
-    File::open(path)
-        .and_then(|f| f.sync_all())
-        .map_err(io_err(path))
-}
-
-/// Writes the network's weights to `path` through a temporary file, synced before the rename.
+/// Writes the network's weights to `path` through a temporary file, moved in durably.
 fn write_weights(net: &Network, path: &Path) -> Result<()> {
     let tmp = path.with_extension("safetensors.tmp");
     net.save_weights(&tmp)?;
-    sync(&tmp)?;
-    fs::rename(&tmp, path).map_err(io_err(path))
+    lector_index::rename_durably(&tmp, path).map_err(io_err(path))
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    lector_index::sync_dir(dir).map_err(io_err(dir))
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -84,7 +81,7 @@ pub fn save_model(net: &Network, source: &Path, dir: &Path) -> Result<()> {
             write_file(&dir.join(name), &fs::read(&from).map_err(io_err(&from))?)?;
         }
     }
-    sync(dir)
+    sync_dir(dir)
 }
 
 /// Dev-set scores of one evaluation.
@@ -128,12 +125,14 @@ pub fn write_checkpoint(out: &Path, net: &Network, opt: &AdamW, state: &RunState
     }
     fs::create_dir_all(&partial).map_err(io_err(&partial))?;
     write_weights(net, &partial.join("model.safetensors"))?;
-    let moments = partial.join("optimizer.safetensors");
-    opt.save(&net.params, &moments)?;
-    sync(&moments)?;
+    let (moments, moments_tmp) = (
+        partial.join("optimizer.safetensors"),
+        partial.join("optimizer.safetensors.tmp"),
+    );
+    opt.save(&net.params, &moments_tmp)?;
+    lector_index::rename_durably(&moments_tmp, &moments).map_err(io_err(&moments))?;
     let state_json = serde_json::to_vec_pretty(state).expect("state serialises");
     write_file(&partial.join("state.json"), &state_json)?;
-    sync(&partial)?;
     let (current, old) = (out.join(CHECKPOINT), out.join(OLD));
     if current.exists() {
         if old.exists() {
@@ -142,7 +141,7 @@ pub fn write_checkpoint(out: &Path, net: &Network, opt: &AdamW, state: &RunState
         fs::rename(&current, &old).map_err(io_err(&current))?;
     }
     fs::rename(&partial, &current).map_err(io_err(&partial))?;
-    sync(out)?;
+    sync_dir(out)?;
     if old.exists() {
         fs::remove_dir_all(&old).map_err(io_err(&old))?;
     }

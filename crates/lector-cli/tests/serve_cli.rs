@@ -41,6 +41,16 @@ fn sigterm_finishes_requests_in_flight_and_releases_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let index = index(dir.path());
     let (mut server, addr) = serve(&index, &[]);
+    // While the server holds the writer lock, `index add` fails at once, naming the lock.
+    let note = dir.path().join("note.txt");
+    std::fs::write(&note, "A note about the lighthouse keeper of Skagen.").unwrap();
+    let out = lector(&["index", "add", note.to_str().unwrap(), "--index", &index]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is being written by another process") && err.contains("write.lock"),
+        "{err}"
+    );
     let ask = json!({"question": "Which team won Super Bowl 50?", "k": 16}).to_string();
     let in_flight = {
         let addr = addr.clone();

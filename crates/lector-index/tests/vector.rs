@@ -8,9 +8,9 @@
 //! 0.3, normalised. At 100k x 384, HNSW (m 16, ef_construction 200) reaches recall@10 0.98 at
 //! ef 48 and 0.99 at ef 64 on it (a guess at the difficulty of real embeddings, to be checked
 //! against them).
-//! `bench/ann_faiss.py --clustered` generates the same distribution. Sizes are small because
-//! tests build at opt-level 0; `cargo test --release -p lector-index --test vector -- --ignored`
-//! runs the 20k x 384 check.
+//! `bench/ann_faiss.py --clustered` generates the same distribution. lector-index is optimised
+//! even in test builds (`[profile.dev.package.lector-index]` in the workspace's Cargo.toml), so
+//! plain `cargo test` runs the 20k x 384 check with the others, which stay small to stay quick.
 
 use lector_index::vector::{exact_top_k, normalize, Hnsw, HnswParams, Vectors};
 

@@ -8,7 +8,9 @@
 //! material, and the system message says that text inside it is data, never instructions; the
 //! delimiters, the model's special-token strings and common chat-turn markers are neutralised
 //! in passage text, titles and the question ([`sanitize`]), so a document cannot close the
-//! block or forge a chat turn, and none of it is tokenised into a special token. The instruction asks for a short answer with
+//! block or forge a chat turn, and none of it is tokenised into a special token; nor can it
+//! forge the block's own structure: a passage header (`[n]` starting a line, or `[n] (from`
+//! anywhere) or a line the prompt writes after the block (`Question:`, `Answer with citations:`). The instruction asks for a short answer with
 //! citations like `[2]`, or exactly [`REFUSAL`] when the passages do not say.
 //!
 //! **Fitting.** Passages are added in rank order while the prompt (counted with the generator's
@@ -166,7 +168,12 @@ pub fn open_book_with(
         .map(|p| markers.neutralise(&p.text))
         .collect();
     let budget = generator.context_window();
-    let fits = |tokens: usize| tokens + max_new_tokens <= budget;
+    // Checked: `max_new_tokens` comes from requests, and a sum past `usize::MAX` would fit.
+    let fits = |tokens: usize| {
+        tokens
+            .checked_add(max_new_tokens)
+            .is_some_and(|total| total <= budget)
+    };
     let build = |ranks: &[usize], texts: &[String]| {
         open_messages(question, passages, texts, ranks, &markers, layout)
     };
@@ -323,8 +330,10 @@ pub fn names_reading(answer: &str, reading: &str) -> bool {
 }
 
 /// `text` with every marker neutralised, so that it stays inside the quoted block as plain
-/// data: the passage-block delimiters, the generator's special-token strings (`specials`) and
-/// common chat-turn markers of other templates ([`CHAT_MARKERS`]).
+/// data: the passage-block delimiters, the generator's special-token strings (`specials`),
+/// common chat-turn markers of other templates ([`CHAT_MARKERS`]), and the prompt's own
+/// structure: a passage header (`[n]` at the start of a line, or `[n] (from` anywhere) and the
+/// lines that follow the block ([`LINE_MARKERS`], at the start of a line).
 ///
 /// A marker is found case-insensitively and through Unicode look-alikes (NFKC forms such as
 /// full-width `＜`, a few confusable brackets and bars, and invisible characters inserted into
@@ -356,6 +365,14 @@ pub const CHAT_MARKERS: [&str; 16] = [
     "[INST]",
     "[/INST]",
     "</s>",
+];
+
+/// The starts of the lines the open-book prompt writes after the passage block (folded: lower
+/// case), neutralised where a line of passage text, a title or the question starts with one.
+pub const LINE_MARKERS: [&str; 3] = [
+    "question:",
+    "answer with citations:",
+    "the passages disagree on this:",
 ];
 
 /// What replaces a marker's first character; the second is used in the (so far hypothetical)
@@ -411,7 +428,7 @@ impl Markers {
             .enumerate()
             .flat_map(|(i, &c)| fold(c).map(move |f| (f, i)))
             .collect();
-        let mut found = Vec::new();
+        let mut found = forged_structure(&folded);
         for (at, &(first, source)) in folded.iter().enumerate() {
             let Some(candidates) = self.by_first.get(&first) else {
                 continue;
@@ -432,6 +449,62 @@ impl Markers {
         let chars: Vec<char> = text.chars().collect();
         !self.occurrences(&chars).is_empty()
     }
+}
+
+/// The source index of the first character of every forged piece of the prompt's structure
+/// in `folded` (folded characters with their source indexes): a passage header, `[n]` at the
+/// start of a line (or of the text) or `[n] (from` anywhere, and a [`LINE_MARKERS`] line start.
+/// Spaces may come first on the line.
+fn forged_structure(folded: &[(char, usize)]) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut line_start = true;
+    for (at, &(c, source)) in folded.iter().enumerate() {
+        let rest = &folded[at..];
+        let forged = match bracketed_number(rest) {
+            Some(len) => line_start || starts_with_from(&rest[len..]),
+            None => line_start && LINE_MARKERS.iter().any(|m| folded_starts_with(rest, m)),
+        };
+        if forged {
+            found.push(source);
+        }
+        if is_line_break(c) {
+            line_start = true;
+        } else if !c.is_whitespace() {
+            line_start = false;
+        }
+    }
+    found
+}
+
+/// The length of a `[digits]` at the start of `folded`, if there is one.
+fn bracketed_number(folded: &[(char, usize)]) -> Option<usize> {
+    if folded.first()?.0 != '[' {
+        return None;
+    }
+    let digits = folded[1..]
+        .iter()
+        .take_while(|(c, _)| c.is_ascii_digit())
+        .count();
+    (digits > 0 && folded.get(1 + digits)?.0 == ']').then_some(digits + 2)
+}
+
+/// Whether `folded` starts, after spaces, with `(from` (the rest of a passage header).
+fn starts_with_from(folded: &[(char, usize)]) -> bool {
+    let spaces = folded.iter().take_while(|(c, _)| c.is_whitespace()).count();
+    folded_starts_with(&folded[spaces..], "(from")
+}
+
+fn folded_starts_with(folded: &[(char, usize)], prefix: &str) -> bool {
+    let mut chars = folded.iter().map(|(c, _)| *c);
+    prefix.chars().all(|p| chars.next() == Some(p))
+}
+
+/// Line breaks as Unicode counts them (a model reads any of them as a new line).
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
 }
 
 /// How a character is compared with markers: invisible characters vanish, confusable
@@ -792,14 +865,62 @@ pub fn support(sentence: &str, words: &HashSet<String>) -> f64 {
     found as f64 / content.len() as f64
 }
 
-/// The answer's first sentence without citations or a trailing period.
+/// The answer's first sentence that says something, without citations, list numbering and
+/// trailing punctuation: never a list number, a citation marker or punctuation alone (small
+/// models often answer with a numbered list, whose first "sentence" is `1.`), nor a line that
+/// leads in to a list (`Answer:`) when more follows. A line break ends a sentence too. A number
+/// is kept when nothing else is said (`24. [1]` is `24`). Empty when no sentence has a letter
+/// or a digit.
 pub fn short_answer(answer: &str) -> String {
-    let first = sentences(answer).into_iter().next().unwrap_or_default();
-    strip_citations(&first)
-        .trim()
-        .trim_end_matches(['.', '!'])
-        .trim()
-        .to_string()
+    let lines: Vec<&str> = answer.lines().collect();
+    // Lead-ins ("Here are the teams:") introduce the answer; they are not it.
+    let unlisted: Vec<&str> = lines
+        .iter()
+        .filter_map(|line| without_list_marker(line))
+        .filter(|line| !line.trim_end().ends_with(':'))
+        .collect();
+    first_said(&unlisted)
+        .or_else(|| first_said(&lines))
+        .unwrap_or_default()
+}
+
+/// The first sentence of `lines` with a letter or a digit once its citations, surrounding
+/// markdown emphasis and trailing punctuation are gone.
+fn first_said(lines: &[&str]) -> Option<String> {
+    lines
+        .iter()
+        .flat_map(|line| sentences(line))
+        .map(|sentence| {
+            strip_citations(&sentence)
+                .trim()
+                .trim_matches('*')
+                .trim_end_matches(['.', '!', ',', ';', ':'])
+                .trim()
+                .to_string()
+        })
+        .find(|said| said.chars().any(char::is_alphanumeric))
+}
+
+/// `line` without the list marker it starts with (`1.`, `12)`, `-`, `*`, `•`, `+` and the
+/// space after it); `None` for a line that is only a marker; `line` itself without one.
+fn without_list_marker(line: &str) -> Option<&str> {
+    let trimmed = line.trim_start();
+    let digits = trimmed.chars().take_while(char::is_ascii_digit).count();
+    let marker = if (1..=3).contains(&digits) && trimmed[digits..].starts_with(['.', ')']) {
+        digits + 1
+    } else if trimmed.starts_with(['-', '*', '\u{2022}', '+']) {
+        trimmed.chars().next().map_or(0, char::len_utf8)
+    } else {
+        return Some(line);
+    };
+    let rest = &trimmed[marker..];
+    if rest.trim().is_empty() {
+        None
+    } else if rest.starts_with(char::is_whitespace) {
+        Some(rest.trim_start())
+    } else {
+        Some(line)
+    }
 }
 
 /// A passage as reported with an answer: its number in the prompt and its document.
@@ -1141,6 +1262,35 @@ mod tests {
             short_answer("The Denver Broncos [1]. They won 24-10."),
             "The Denver Broncos"
         );
+    }
+
+    #[test]
+    fn short_answers_are_never_list_numbers_citations_or_punctuation() {
+        for (answer, short) in [
+            (
+                "1. The Denver Broncos won [1].\n2. They beat Carolina.",
+                "The Denver Broncos won",
+            ),
+            ("1.\nThe Denver Broncos", "The Denver Broncos"),
+            ("  3) Denver\n4) Carolina", "Denver"),
+            ("- **Denver Broncos**\n- Carolina", "Denver Broncos"),
+            ("\u{2022} Denver", "Denver"),
+            ("[1]. Denver won.", "Denver won"),
+            ("[2]\n\n... Denver", "Denver"),
+            ("Answer:\n1. Denver", "Denver"),
+            ("Answer: Denver.", "Answer: Denver"),
+            ("Answer:", "Answer"),
+            // A number that is the whole answer stays.
+            ("24. [1]", "24"),
+            ("1.", "1"),
+            ("2015", "2015"),
+            ("It was 24.5 points [1].", "It was 24.5 points"),
+            // Nothing said: nothing to show.
+            ("[1]. !", ""),
+            ("", ""),
+        ] {
+            assert_eq!(short_answer(answer), short, "{answer:?}");
+        }
     }
 
     fn chatml() -> Vec<String> {

@@ -95,7 +95,8 @@ impl LocalGenerator {
         on_token: &mut OnToken<'_>,
     ) -> Result<Generation> {
         options.validate()?;
-        if prompt.len() + options.max_new_tokens > self.window {
+        // `validate` bounds `max_new_tokens`; saturating all the same, as the sum is checked here.
+        if prompt.len().saturating_add(options.max_new_tokens) > self.window {
             return Err(Error::ContextOverflow {
                 prompt: prompt.len(),
                 max_new: options.max_new_tokens,

@@ -23,11 +23,17 @@ pub enum Decoding {
     Beam { beams: usize, length_penalty: f64 },
 }
 
+/// The most tokens one generation may ask for: above the context window of any model lector
+/// runs (SmolLM2's is 8,192 tokens, the largest common ones 131,072), so it never refuses a
+/// generation that could fit, and far enough below `usize::MAX` that adding a prompt's length
+/// to it cannot overflow.
+pub const MAX_NEW_TOKENS: usize = 1 << 20;
+
 /// Settings of one generation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GenerateOptions {
     pub decoding: Decoding,
-    /// The most tokens to generate.
+    /// The most tokens to generate (1 to [`MAX_NEW_TOKENS`]).
     pub max_new_tokens: usize,
     /// Generation stops before the first occurrence of any of these strings.
     pub stop: Vec<String>,
@@ -53,6 +59,12 @@ impl GenerateOptions {
         let bad = |m: String| Err(Error::Invalid(m));
         if self.max_new_tokens == 0 {
             return bad("max_new_tokens must be at least 1".into());
+        }
+        if self.max_new_tokens > MAX_NEW_TOKENS {
+            return bad(format!(
+                "max_new_tokens {} is more than the limit of {MAX_NEW_TOKENS}",
+                self.max_new_tokens
+            ));
         }
         if self.stop.iter().any(String::is_empty) {
             return bad("a stop sequence is empty".into());

@@ -1,11 +1,14 @@
 //! The local GGUF generator on the real SmolLM2-135M-Instruct file: decoding strategies,
-//! streaming, stop sequences, limits and bad input. Generations are kept short.
+//! streaming, stop sequences, limits (token counts past `MAX_NEW_TOKENS` refused before they
+//! can overflow a sum) and bad input. Generations are kept short.
 
 mod common;
 
 use common::{generator, gguf_path};
+use lector_generate::grounded::{self, Passage};
 use lector_generate::{
     Decoding, Error, FinishReason, GenerateOptions, Generator, LocalGenerator, Message,
+    MAX_NEW_TOKENS,
 };
 use std::ops::ControlFlow;
 
@@ -153,6 +156,33 @@ fn bad_input_is_a_clear_error() {
             &mut |_| ControlFlow::Continue(()),
         )
         .unwrap_err();
+    assert!(
+        matches!(err, Error::ContextOverflow { window: 8192, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn token_counts_past_the_limit_are_refused_not_overflowed() {
+    let g = generator();
+    for max_new_tokens in [MAX_NEW_TOKENS + 1, usize::MAX] {
+        let err = g
+            .generate(
+                &france(),
+                &options(Decoding::Greedy, max_new_tokens),
+                &mut |_| ControlFlow::Continue(()),
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::Invalid(_)), "{err}");
+        assert!(err.to_string().contains("max_new_tokens"), "{err}");
+    }
+    // The prompt builder adds the same count to the prompt's length.
+    let passages = [Passage {
+        doc_id: "sb50".into(),
+        title: None,
+        text: "The Denver Broncos won Super Bowl 50.".into(),
+    }];
+    let err = grounded::open_book(g, "Who won Super Bowl 50?", &passages, usize::MAX).unwrap_err();
     assert!(
         matches!(err, Error::ContextOverflow { window: 8192, .. }),
         "{err}"

@@ -34,7 +34,9 @@ pub struct LogConfig {
     /// The directory of the log files (created if missing); labels made on the labelling page
     /// are kept beside them (`labels.jsonl`).
     pub dir: PathBuf,
-    /// Mask e-mail addresses, phone numbers and long digit runs in questions and feedback.
+    /// Mask e-mail addresses, phone numbers and long digit runs in every free text logged:
+    /// questions, answers (extracted or generated), runner-ups, unsupported sentences and
+    /// feedback ([`masked_record`]).
     pub redact: bool,
     /// Start a new file when the current one reaches this many bytes.
     pub max_file_bytes: u64,
@@ -93,7 +95,34 @@ pub fn masked(text: &str, redact: bool) -> (String, bool) {
     }
 }
 
-/// The log line of an extractive ask.
+/// `record` with every free text in it masked when `redact` ([`redact::redact`]): the
+/// question, the answer, the runner-ups and the unsupported sentences. Answers are masked too,
+/// though extracted ones are copied from the documents: a generated answer often repeats the
+/// question, e-mail address and all, and a document may hold personal data as well.
+/// [`AskRecord::redacted`] says whether anything was masked.
+pub fn masked_record(mut record: AskRecord, redact: bool) -> AskRecord {
+    if !redact {
+        return record;
+    }
+    let mut changed = false;
+    let mut mask = |text: &mut String| {
+        let (masked, found) = redact::redact(text);
+        *text = masked;
+        changed |= found;
+    };
+    mask(&mut record.question);
+    if let Some(answer) = record.answer.as_mut() {
+        mask(&mut answer.text);
+    }
+    for candidate in &mut record.runner_ups {
+        mask(&mut candidate.text);
+    }
+    record.unsupported.iter_mut().for_each(&mut mask);
+    record.redacted = changed;
+    record
+}
+
+/// The log line of an extractive ask, masked when `redact` ([`masked_record`]).
 pub fn extractive_record(
     request_id: &str,
     settings: AskSettings,
@@ -101,14 +130,13 @@ pub fn extractive_record(
     total_ms: f64,
     redact: bool,
 ) -> AskRecord {
-    let (question, redacted) = masked(&response.question, redact);
     let skip = usize::from(response.answer.is_some());
     let t = &response.timings;
-    AskRecord {
+    let record = AskRecord {
         time: time::format(SystemTime::now()),
         request_id: request_id.to_string(),
-        question,
-        redacted,
+        question: response.question.clone(),
+        redacted: false,
         settings,
         answer: response.answer.as_ref().map(|c| LoggedAnswer {
             text: c.text.clone(),
@@ -133,7 +161,8 @@ pub fn extractive_record(
             generate_ms: 0.0,
             total_ms,
         },
-    }
+    };
+    masked_record(record, redact)
 }
 
 fn runner_ups(candidates: &[Candidate]) -> Vec<LoggedCandidate> {

@@ -24,9 +24,11 @@ pub struct AskRecord {
     pub time: String,
     /// The id the client received (`request_id` in the body, `x-request-id` header).
     pub request_id: String,
-    /// The question, masked when the server redacts ([`crate::redact`]).
+    /// The question, masked when the server redacts ([`crate::redact`]), like every free text
+    /// of the record ([`crate::masked_record`]).
     pub question: String,
-    /// Whether redaction masked anything in the question.
+    /// Whether redaction masked anything in the record: the question, the answer, a runner-up
+    /// or an unsupported sentence.
     pub redacted: bool,
     /// How the question was asked.
     pub settings: AskSettings,

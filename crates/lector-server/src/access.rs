@@ -6,7 +6,8 @@
 //! cross-site `fetch` with a `text/plain` body needs no CORS preflight, so every `POST` must be
 //! `application/json` (415 otherwise), which a page can only send cross-site after a preflight
 //! this server never approves. A request whose `Origin` is present and is not this server's
-//! own (the `Host` it was sent to, or an allowed host) gets 403. DNS rebinding (a page's own
+//! own (the `Host` it was sent to, or an allowed host's origin, the same scheme, name and port)
+//! gets 403. DNS rebinding (a page's own
 //! domain re-pointed at 127.0.0.1) makes the browser send that domain as `Host`, so the `Host`
 //! must be a loopback name or address, the address the server is bound to, any address when
 //! bound to all interfaces (an address cannot be rebound), or an allowed host.
@@ -236,18 +237,143 @@ fn host_allowed(host: &str, bound: Option<IpAddr>, allowed: &[String]) -> bool {
     }
 }
 
-/// Whether an `Origin` is this server's own: the authority it names is the `Host` the request
-/// was sent to, or its host is allowed. `null` (sandboxed frames, files) never is.
+/// Whether an `Origin` is this server's own: the `Host` the request was sent to (the same name
+/// and port, a missing port being the origin scheme's default), or an allowed host's origin,
+/// matched exactly in scheme, name and port ([`AllowedHost::origin`]). `null` (sandboxed
+/// frames, files) never is.
 fn origin_allowed(origin: &str, host: Option<&str>, allowed: &[String]) -> bool {
-    let Some((_, authority)) = origin.split_once("://") else {
+    let Some(origin) = Origin::parse(origin) else {
         return false;
     };
-    let same_origin = host.is_some_and(|h| h.eq_ignore_ascii_case(authority));
-    same_origin || in_allow_list(&host_name(authority), allowed)
+    let same_origin = host.and_then(authority).is_some_and(|(name, port)| {
+        name == origin.name && port.unwrap_or(origin.port) == origin.port
+    });
+    same_origin
+        || allowed
+            .iter()
+            .filter_map(|a| AllowedHost::parse(a))
+            .any(|a| a.origin() == origin)
+}
+
+/// A web origin: scheme, host name (lower-cased, no trailing dot) and port, the scheme's
+/// default made explicit, so that `https://a.example` and `https://a.example:443` are one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    scheme: &'static str,
+    name: String,
+    port: u16,
+}
+
+impl Origin {
+    /// `http(s)://name[:port]` with nothing after it, as browsers send `Origin`.
+    fn parse(text: &str) -> Option<Origin> {
+        let (scheme, rest) = text.trim().split_once("://")?;
+        let scheme = web_scheme(scheme)?;
+        let (name, port) = authority(rest)?;
+        Some(Origin {
+            scheme,
+            name,
+            port: port.unwrap_or_else(|| default_port(scheme)),
+        })
+    }
+}
+
+/// An `--allowed-host` entry: `NAME`, `NAME:PORT` or `SCHEME://NAME[:PORT]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct AllowedHost {
+    /// `http` or `https`, when the entry names one.
+    scheme: Option<&'static str>,
+    name: String,
+    port: Option<u16>,
+}
+
+impl AllowedHost {
+    /// The entry, or `None` when it is none of the three forms.
+    fn parse(entry: &str) -> Option<AllowedHost> {
+        let entry = entry.trim();
+        let (scheme, rest) = match entry.split_once("://") {
+            Some((scheme, rest)) => (Some(web_scheme(scheme)?), rest.trim_end_matches('/')),
+            None => (None, entry),
+        };
+        let (name, port) = authority(rest)?;
+        Some(AllowedHost { scheme, name, port })
+    }
+
+    /// The one origin whose pages may call this server through this entry: the scheme
+    /// written, else `https` (a server reached by name sits behind a TLS proxy: lector has no
+    /// TLS), and the port written, else the scheme's default.
+    fn origin(&self) -> Origin {
+        let scheme = self.scheme.unwrap_or("https");
+        Origin {
+            scheme,
+            name: self.name.clone(),
+            port: self.port.unwrap_or_else(|| default_port(scheme)),
+        }
+    }
+}
+
+/// Refuses `--allowed-host` entries that are not `NAME`, `NAME:PORT` or `http(s)://NAME[:PORT]`:
+/// they would silently allow nothing.
+pub fn check_allowed_hosts(allowed: &[String]) -> Result<(), Error> {
+    match allowed.iter().find(|a| AllowedHost::parse(a).is_none()) {
+        Some(bad) => Err(Error::AllowedHost(format!(
+            "--allowed-host `{bad}` is not NAME, NAME:PORT or http(s)://NAME[:PORT]"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn web_scheme(scheme: &str) -> Option<&'static str> {
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" => Some("http"),
+        "https" => Some("https"),
+        _ => None,
+    }
+}
+
+fn default_port(scheme: &str) -> u16 {
+    match scheme {
+        "http" => 80,
+        _ => 443,
+    }
+}
+
+/// `name[:port]` (an IPv6 address in brackets) as the name, lower-cased and without a
+/// trailing dot, and the port written; `None` when the name is empty, something follows the
+/// authority (a path, credentials) or the port is not a number up to 65535.
+fn authority(text: &str) -> Option<(String, Option<u16>)> {
+    let text = text.trim();
+    if text.contains(['/', '?', '#', '@']) {
+        return None;
+    }
+    let (name, port) = match text.strip_prefix('[') {
+        Some(inner) => {
+            let close = inner.find(']')? + 2;
+            let port = match &text[close..] {
+                "" => None,
+                rest => Some(rest.strip_prefix(':')?),
+            };
+            (&text[..close], port)
+        }
+        None => match text.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (text, None),
+        },
+    };
+    let port = match port {
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
+        Some(_) => return None,
+        None => None,
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    (!name.is_empty()).then_some((name, port))
 }
 
 fn in_allow_list(name: &str, allowed: &[String]) -> bool {
-    allowed.iter().any(|a| host_name(a) == name)
+    allowed
+        .iter()
+        .filter_map(|a| AllowedHost::parse(a))
+        .any(|a| a.name == name)
 }
 
 /// The host name of `host[:port]`, lower-cased, without a trailing dot; IPv6 keeps its brackets.
@@ -353,6 +479,95 @@ mod tests {
         }
         let allowed = vec!["lector.example.org".to_string()];
         assert!(origin_allowed("https://lector.example.org", host, &allowed));
+    }
+
+    #[test]
+    fn allowed_origins_match_scheme_name_and_port_exactly() {
+        let host = Some("127.0.0.1:8080");
+        // A bare name allows its https origin on the default port, nothing else of that host.
+        let bare = vec!["Lector.Example.org.".to_string()];
+        for origin in [
+            "https://lector.example.org",
+            "https://lector.example.org:443",
+            "HTTPS://LECTOR.EXAMPLE.ORG",
+        ] {
+            assert!(origin_allowed(origin, host, &bare), "{origin}");
+        }
+        for origin in [
+            "http://lector.example.org",
+            "https://lector.example.org:8443",
+            "http://lector.example.org:443",
+            "https://lector.example.org.evil.example",
+            "https://lector.example.org@evil.example",
+            "https://lector.example.org:99999",
+        ] {
+            assert!(!origin_allowed(origin, host, &bare), "{origin}");
+        }
+        // Written out: that scheme and port only.
+        let written = vec![
+            "http://intranet.example:8081".to_string(),
+            "docs.example:8443".to_string(),
+        ];
+        assert!(origin_allowed(
+            "http://intranet.example:8081",
+            host,
+            &written
+        ));
+        assert!(origin_allowed("https://docs.example:8443", host, &written));
+        for origin in [
+            "https://intranet.example:8081",
+            "http://intranet.example",
+            "http://intranet.example:8082",
+            "http://docs.example:8443",
+            "https://docs.example",
+        ] {
+            assert!(!origin_allowed(origin, host, &written), "{origin}");
+        }
+        // The server's own origin: the Host's name and port, the default port made explicit.
+        assert!(origin_allowed(
+            "http://lector.example.org",
+            Some("lector.example.org:80"),
+            &[]
+        ));
+        assert!(origin_allowed(
+            "https://lector.example.org",
+            Some("lector.example.org"),
+            &[]
+        ));
+        assert!(!origin_allowed(
+            "http://lector.example.org",
+            Some("lector.example.org:8080"),
+            &[]
+        ));
+        assert!(!origin_allowed(
+            "http://[::1]:8081",
+            Some("[::1]:8080"),
+            &[]
+        ));
+        assert!(origin_allowed("http://[::1]:8080", Some("[::1]:8080"), &[]));
+    }
+
+    #[test]
+    fn allowed_hosts_that_name_no_host_are_refused() {
+        let ok = [
+            "a.example",
+            "a.example:8443",
+            "http://a.example:81",
+            "https://a.example/",
+            "[::1]:8080",
+        ];
+        assert!(check_allowed_hosts(&ok.map(String::from)).is_ok());
+        for bad in [
+            "ftp://a.example",
+            "a.example:http",
+            "a.example/path",
+            "https://",
+            ":8080",
+            "a.example:70000",
+        ] {
+            let err = check_allowed_hosts(&[bad.to_string()]).unwrap_err();
+            assert!(err.to_string().contains(bad), "{err}");
+        }
     }
 
     #[test]

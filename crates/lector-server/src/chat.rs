@@ -270,12 +270,14 @@ impl Generation<'_> {
         }
         match self.max_tokens {
             None => Ok(DEFAULT_MAX_TOKENS.min(window - prompt)),
-            Some(max_new) if prompt + max_new > window => Err(GenerateError::ContextOverflow {
-                prompt,
-                max_new,
-                window,
+            Some(max_new) if prompt.saturating_add(max_new) > window => {
+                Err(GenerateError::ContextOverflow {
+                    prompt,
+                    max_new,
+                    window,
+                }
+                .into())
             }
-            .into()),
             Some(max_new) => Ok(max_new),
         }
     }

@@ -197,6 +197,9 @@ pub enum Error {
     /// The API key could not be read, or is empty.
     #[error("{0}")]
     ApiKey(String),
+    /// An `--allowed-host` entry is not a host name, `NAME:PORT` or an `http(s)://` origin.
+    #[error("{0}")]
+    AllowedHost(String),
     /// Asked to serve beyond this machine without an API key.
     #[error("refusing to listen on {0}, beyond this machine, without an API key: anyone who can reach it could read and change the index; set --api-key-file or $LECTOR_API_KEY, or pass --insecure-no-auth to serve without one")]
     Exposed(std::net::SocketAddr),

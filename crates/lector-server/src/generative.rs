@@ -15,7 +15,7 @@ use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lector_generate::grounded::{self, Layout, Passage, Reading};
-use lector_generate::{Decoding, FinishReason, GenerateOptions, Generator};
+use lector_generate::{Decoding, FinishReason, GenerateOptions, Generator, MAX_NEW_TOKENS};
 use lector_index::{Hit, SearchOptions};
 use lector_pipeline::AskOptions;
 use lector_querylog::{AskRecord, AskSettings, Entry, LoggedAnswer, LoggedPassage, LoggedTimings};
@@ -99,12 +99,13 @@ fn record(
     });
     let total_ms = started.elapsed().as_secs_f64() * 1000.0;
     state.log(|redact| {
-        let (question, redacted) = lector_querylog::masked(&ask.question, redact);
-        Entry::Ask(AskRecord {
+        // The generated answer and its unsupported sentences are masked like the question: a
+        // model often repeats the question, e-mail address and all.
+        let record = AskRecord {
             time: lector_querylog::time::format(SystemTime::now()),
             request_id: request_id.to_string(),
-            question,
-            redacted,
+            question: ask.question.clone(),
+            redacted: false,
             settings: AskSettings {
                 mode: "generative".into(),
                 retrieval: retrieval.into(),
@@ -135,7 +136,8 @@ fn record(
                 total_ms,
                 ..LoggedTimings::default()
             },
-        })
+        };
+        Entry::Ask(lector_querylog::masked_record(record, redact))
     });
 }
 
@@ -256,7 +258,8 @@ fn grounding(state: &AppState, ask: &GenerativeAsk) -> Result<(Vec<Hit>, Layout)
 
 /// Generation settings from a request's OpenAI-style fields: greedy without a `temperature` or
 /// with 0 (deterministic: the same request, the same text), else sampling with `top_p` [1] and
-/// `seed` [a new one each time]. 400 for settings that cannot work.
+/// `seed` [a new one each time]. 400 for settings that cannot work, `max_tokens` outside 1 to
+/// [`MAX_NEW_TOKENS`] among them (it must also fit the context window beside the prompt).
 pub fn options(
     max_tokens: usize,
     temperature: Option<f64>,
@@ -266,6 +269,11 @@ pub fn options(
 ) -> Result<GenerateOptions, ApiError> {
     if max_tokens == 0 {
         return Err(ApiError::bad_request("`max_tokens` must be at least 1"));
+    }
+    if max_tokens > MAX_NEW_TOKENS {
+        return Err(ApiError::bad_request(format!(
+            "`max_tokens` {max_tokens} is more than the limit of {MAX_NEW_TOKENS}"
+        )));
     }
     let decoding = match temperature {
         None | Some(0.0) => Decoding::Greedy,

@@ -21,9 +21,10 @@
 //! Every request passes [`access`]: its `Host` must name this server and its `Origin`, when
 //! present, be the server's own (403 otherwise, against DNS rebinding and cross-site pages),
 //! `POST` bodies must be JSON (415), and with an API key every route but `/healthz` and the
-//! page needs it (401). Without a key, [`serve`] refuses addresses beyond loopback unless
-//! [`Config::insecure_no_auth`] is set. Metric labels are bounded: unmatched paths are
-//! `unmatched` and made-up methods `other`.
+//! page needs it (401). Every response forbids framing and carries a Content-Security-Policy
+//! that lets the pages run only their own inline script and style ([`headers`]). Without a
+//! key, [`serve`] refuses addresses beyond loopback unless [`Config::insecure_no_auth`] is set.
+//! Metric labels are bounded: unmatched paths are `unmatched` and made-up methods `other`.
 //!
 //! A request is admitted before its body is read: a slot and its body's bytes from a budget, 503
 //! at once when either is short, 413 unread when the body declares more than its route allows,
@@ -51,6 +52,7 @@ pub mod conn;
 pub mod error;
 pub mod feedback;
 pub mod generative;
+pub mod headers;
 pub mod label;
 pub mod limit;
 pub mod metrics;
@@ -80,8 +82,9 @@ pub const PAGE: &str = include_str!("../assets/index.html");
 /// The OpenAPI 3 document.
 pub const OPENAPI: &str = include_str!("../assets/openapi.json");
 
-/// Every route with its middleware: metrics (outermost, so refusals count too), the `Host`
-/// and `Origin` checks, the API key check and the JSON-only rule for bodies (see [`access`]).
+/// Every route with its middleware: the security headers (outermost, on every response,
+/// [`headers`]), metrics (so refusals count too), the `Host` and `Origin` checks, the API key
+/// check and the JSON-only rule for bodies (see [`access`]).
 /// None of them reads a body: handlers read theirs once admitted ([`limit::Gate::admit_and_read`]).
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
@@ -116,13 +119,15 @@ pub fn router(state: Arc<AppState>) -> Router {
             access::check_host_and_origin,
         ))
         .layer(middleware::from_fn_with_state(state.clone(), record))
+        .layer(middleware::from_fn(headers::secure))
         .with_state(state)
 }
 
 /// Serves on `listener` until `shutdown` completes, then lets requests in flight finish and
 /// closes the index writer (committing anything staged). Returns the final commit. Refuses
 /// ([`Error::Exposed`]) to serve beyond loopback without an API key unless
-/// [`Config::insecure_no_auth`] is set.
+/// [`Config::insecure_no_auth`] is set, and ([`Error::AllowedHost`]) allowed hosts it cannot
+/// read.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: Arc<AppState>,
@@ -131,6 +136,7 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     let config = &state.config;
     access::check_exposure(addr, config.api_key.as_ref(), config.insecure_no_auth)?;
+    access::check_allowed_hosts(&config.allowed_hosts)?;
     state.set_bound(addr.ip());
     let listener = conn::LimitedListener::new(listener, state.gate.connection_permits());
     let header_timeout = state.gate.limits().header_timeout;

@@ -31,8 +31,10 @@ pub struct Config {
     /// page, which holds no data and asks for the key).
     pub api_key: Option<ApiKey>,
     /// Host names served besides loopback names and addresses and the bound address (e.g. the
-    /// name a reverse proxy forwards); requests naming another `Host`, or coming from a page of
-    /// another origin, get 403 (see [`crate::access`]).
+    /// name a reverse proxy forwards): `NAME`, `NAME:PORT` or `http(s)://NAME[:PORT]`. Pages may
+    /// call the server from that entry's one origin: the scheme written (else `https`) and the
+    /// port written (else the scheme's default). Requests naming another `Host`, or coming from
+    /// a page of another origin, get 403 (see [`crate::access`]).
     pub allowed_hosts: Vec<String>,
     /// Serve beyond loopback without an API key (refused otherwise).
     pub insecure_no_auth: bool,

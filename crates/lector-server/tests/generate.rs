@@ -596,6 +596,15 @@ fn bad_input_is_400_with_the_reason() {
             json!({"messages": user("hi"), "max_tokens": 0}),
             "`max_tokens` must be at least 1",
         ),
+        // Past the bound, up to the largest number JSON gives a u64: refused, never added.
+        (
+            json!({"messages": user("hi"), "max_tokens": u64::MAX}),
+            "`max_tokens` 18446744073709551615 is more than the limit of 1048576",
+        ),
+        (
+            json!({"messages": user("hi"), "max_tokens": 1048577, "stream": true}),
+            "`max_tokens` 1048577 is more than the limit",
+        ),
         (
             json!({"messages": user("hi"), "temperature": -1.0}),
             "temperature -1 must be positive",
@@ -649,6 +658,10 @@ fn bad_input_is_400_with_the_reason() {
         (
             json!({"question": q, "mode": "generative", "max_tokens": 9000, "stream": true}),
             "exceeds the context window",
+        ),
+        (
+            json!({"question": q, "mode": "generative", "max_tokens": u64::MAX}),
+            "`max_tokens` 18446744073709551615 is more than the limit of 1048576",
         ),
         (
             json!({"question": q, "mode": "generative", "temprature": 0}),

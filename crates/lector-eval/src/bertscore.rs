@@ -19,7 +19,7 @@
 //! - baseline rescaling, `(x - b) / (1 - b)`, applies to those maxima ([`Baseline`]).
 
 use crate::error::{Error, Result};
-use crate::input::{invalid, parse_json, read_text};
+use crate::input::{invalid, read_text};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use serde_json::Value;
@@ -480,16 +480,13 @@ pub struct Item {
 
 /// Reads an items file (JSON lines; blank lines skipped); errors name the file and line.
 pub fn read_items(path: &Path) -> Result<Vec<Item>> {
-    let text = read_text(path)?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| {
-            let value: Value = parse_json(path, line, i)?;
+    crate::jsonl::read_numbered::<Value>(path)?
+        .into_iter()
+        .map(|(line, value)| {
             item_from_json(&value)
-                .map_err(|message| invalid(path, format!("line {}: {message}", i + 1)))
+                .map_err(|message| invalid(path, format!("line {line}: {message}")))
                 .map(|(id, candidate, references)| Item {
-                    id: id.unwrap_or_else(|| (i + 1).to_string()),
+                    id: id.unwrap_or_else(|| line.to_string()),
                     candidate,
                     references,
                 })

@@ -96,14 +96,10 @@ fn keep_last_of_repeated_keys(
     kept
 }
 
-/// Reads a JSONL file: one `T` per non-blank line, errors naming the line.
+/// Reads a JSONL file: one `T` per non-blank line, errors naming the line (the rule of
+/// [`crate::jsonl`], whose reader this is).
 pub fn read_jsonl<T: DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
-    let text = read_text(path)?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(i, line)| parse_json(path, line, i))
-        .collect()
+    crate::jsonl::read(path)
 }
 
 /// An `Invalid` error for `path`.

@@ -12,6 +12,7 @@
 //! - [`calibration`]: isotonic and Platt confidence maps, expected calibration error, reliability bins.
 //! - [`bertscore`]: BERTScore from token embeddings, identical to the `bert-score` package.
 //! - [`canary`]: a labelled question set re-asked and compared with a stored baseline, with bounds.
+//! - [`jsonl`]: the one JSON-lines reader of lector, with its rule for a torn last line.
 
 pub mod bertscore;
 pub mod calibration;
@@ -20,6 +21,7 @@ pub mod data;
 pub mod error;
 pub mod hotpot;
 pub mod input;
+pub mod jsonl;
 pub mod normalize;
 pub mod paired;
 pub mod report;

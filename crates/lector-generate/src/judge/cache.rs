@@ -2,8 +2,10 @@
 //! JSON lines in `judgements.jsonl` of a directory the caller chooses.
 //!
 //! The file is read once when the cache opens and appended to, one line per new reply, as each
-//! arrives (a run cut short keeps what it paid for). A line that does not parse (a write cut off
-//! by a crash) is skipped and counted. The decoding settings are part of the key because the
+//! arrives (a run cut short keeps what it paid for). The file is read by the rule of
+//! [`lector_eval::jsonl`]: a torn last line (a write cut off by a crash) is left out, counted and
+//! cut off before the next append; any other line that does not parse is an error naming it.
+//! The decoding settings are part of the key because the
 //! same prompt sampled at another temperature, or cut at another length, is another reply.
 
 use crate::error::{io_err, Result};
@@ -11,7 +13,7 @@ use crate::{GenerateOptions, Message};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -54,29 +56,30 @@ pub fn key(model: &str, options: &GenerateOptions, messages: &[Message]) -> Key 
 }
 
 impl Cache {
-    /// Opens (creating it if needed) the cache in `dir`.
+    /// Opens (creating it if needed) the cache in `dir`; a torn last line is cut off, so the
+    /// next entry starts on a line of its own.
     pub fn open(dir: &Path) -> Result<Cache> {
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let path = dir.join(CACHE_FILE);
-        let (entries, skipped) = match std::fs::read_to_string(&path) {
-            Ok(text) => read_entries(&text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (HashMap::new(), 0),
-            Err(e) => return Err(io_err(&path)(e)),
-        };
         let mut file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(&path)
             .map_err(io_err(&path))?;
-        if ends_mid_line(&path) {
-            // A torn last line: start the next entry on a line of its own.
-            file.write_all(b"\n").map_err(io_err(&path))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io_err(&path))?;
+        let lines = lector_eval::jsonl::parse::<Entry>(&path, &bytes, Default::default())?;
+        end_on_a_line_of_its_own(&mut file, &bytes, lines.end.offset).map_err(io_err(&path))?;
+        let mut entries = HashMap::new();
+        for (_, e) in lines.records {
+            entries.insert((e.model.clone(), e.settings.clone(), e.prompt.clone()), e);
         }
         Ok(Cache {
             path,
             entries: Mutex::new(entries),
             file: Mutex::new(file),
-            skipped,
+            skipped: usize::from(lines.torn.is_some()),
         })
     }
 
@@ -85,7 +88,7 @@ impl Cache {
         &self.path
     }
 
-    /// Lines of the file that did not parse and were skipped.
+    /// Lines of the file left out when it was opened: a torn last line (0 or 1).
     pub fn skipped_lines(&self) -> usize {
         self.skipped
     }
@@ -130,30 +133,16 @@ impl Cache {
     }
 }
 
-/// Whether the file at `path` is non-empty and does not end with a newline.
-fn ends_mid_line(path: &Path) -> bool {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = File::open(path) else {
-        return false;
-    };
-    let mut last = [0u8; 1];
-    file.seek(SeekFrom::End(-1)).is_ok() && file.read_exact(&mut last).is_ok() && last[0] != b'\n'
-}
-
-/// The entries of a cache file's text (the last of repeated keys wins) and the count of lines
-/// that did not parse.
-fn read_entries(text: &str) -> (HashMap<Key, Entry>, usize) {
-    let mut entries = HashMap::new();
-    let mut skipped = 0;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        match serde_json::from_str::<Entry>(line) {
-            Ok(e) => {
-                entries.insert((e.model.clone(), e.settings.clone(), e.prompt.clone()), e);
-            }
-            Err(_) => skipped += 1,
-        }
+/// Cuts `file` (whose content is `bytes`) back to the `read` bytes its reader took (a torn
+/// last line is not taken), or ends a whole last entry's line, so that an append starts a line.
+fn end_on_a_line_of_its_own(file: &mut File, bytes: &[u8], read: u64) -> std::io::Result<()> {
+    if read < bytes.len() as u64 {
+        file.set_len(read)
+    } else if bytes.last().is_some_and(|&b| b != b'\n') {
+        file.write_all(b"\n")
+    } else {
+        Ok(())
     }
-    (entries, skipped)
 }
 
 #[cfg(test)]
@@ -188,11 +177,12 @@ mod tests {
         drop(f);
         let cache = Cache::open(dir.path()).unwrap();
         assert_eq!((cache.len(), cache.skipped_lines()), (2, 1));
-        // The next entry starts on a line of its own, so it survives the torn one.
+        // The torn line is cut off, so the next entry starts on a line of its own.
         cache.put(entry("q3", "Verdict: tie")).unwrap();
         drop(cache);
         let cache = Cache::open(dir.path()).unwrap();
-        assert_eq!((cache.len(), cache.skipped_lines()), (3, 1));
+        assert_eq!((cache.len(), cache.skipped_lines()), (3, 0));
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("\"sett\n"));
         let k = key("m", &GenerateOptions::default(), &[Message::user("q2")]);
         assert_eq!(cache.get(&k).unwrap().reply, "Verdict: B");
         let other_model = key("n", &GenerateOptions::default(), &[Message::user("q2")]);
@@ -204,5 +194,18 @@ mod tests {
         assert!(cache
             .get(&key("m", &longer, &[Message::user("q2")]))
             .is_none());
+    }
+
+    #[test]
+    fn a_broken_line_before_the_last_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        cache.put(entry("q1", "Verdict: A")).unwrap();
+        drop(cache);
+        let path = dir.path().join(CACHE_FILE);
+        let whole = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{{\"model\": \"m\", \"sett\n{whole}")).unwrap();
+        let err = Cache::open(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("judgements.jsonl:1:"), "{err}");
     }
 }

@@ -15,7 +15,7 @@
 
 use super::{parse, Mode, Verdict};
 use crate::error::Result;
-use lector_eval::input::{invalid, parse_json, read_text};
+use lector_eval::input::invalid;
 use serde::{Deserialize, Deserializer};
 use std::path::Path;
 
@@ -79,16 +79,9 @@ struct RawItem {
 
 /// Reads the items of `path` for `mode`; every line must carry what the mode needs.
 pub fn read_items(path: &Path, mode: Mode) -> Result<Vec<Item>> {
-    let text = read_text(path)?;
     let mut items = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let raw: RawItem = parse_json(path, line, i)?;
-        items.push(
-            check(raw, i + 1, mode).map_err(|m| invalid(path, format!("line {}: {m}", i + 1)))?,
-        );
+    for (line, raw) in lector_eval::jsonl::read_numbered::<RawItem>(path)? {
+        items.push(check(raw, line, mode).map_err(|m| invalid(path, format!("line {line}: {m}")))?);
     }
     if items.is_empty() {
         return Err(invalid(path, "no items").into());
@@ -239,8 +232,11 @@ mod tests {
             label.contains("line 1: label \"correct\" is not a pairwise verdict (A, B, tie)"),
             "{label}"
         );
-        let syntax = err(Mode::Correctness, "\n{\"question\": ");
+        let syntax = err(Mode::Correctness, "\n{\"question\" 1}");
         assert!(syntax.contains("items.jsonl:2:"), "{syntax}");
+        // A torn last line (ending before its value does) is left out, as in every JSON-lines file.
+        let torn = err(Mode::Correctness, "{\"question\": ");
+        assert!(torn.contains("no items"), "{torn}");
         assert!(err(Mode::Faithfulness, "{\"answer\": \"a\"}").contains("needs `context`"));
         assert!(err(Mode::Correctness, "\n\n").contains("no items"));
     }

@@ -27,8 +27,10 @@ pub struct ServeArgs {
     /// Read the API key from FILE (surrounding whitespace dropped).
     #[arg(long, value_name = "FILE", conflicts_with = "api_key")]
     api_key_file: Option<PathBuf>,
-    /// Also answer requests sent to this host name (e.g. the name a reverse proxy forwards);
-    /// loopback names and the bound address are always served, others get 403. Repeatable.
+    /// Also answer requests sent to this host name (e.g. the name a reverse proxy forwards):
+    /// NAME, NAME:PORT or http(s)://NAME[:PORT]; pages may call the server from that one origin
+    /// (https and the scheme's default port unless written). Loopback names and the bound
+    /// address are always served, others get 403. Repeatable.
     #[arg(long, value_name = "HOST")]
     allowed_host: Vec<String>,
     /// Serve beyond loopback without an API key (refused otherwise): anyone who can reach the

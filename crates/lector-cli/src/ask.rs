@@ -8,11 +8,13 @@ use anyhow::Result;
 use clap::Args;
 use lector_generate::grounded::{Layout, Passage, Reading};
 use lector_index::Index;
+use lector_pipeline::multihop::LlmDecomposer;
 use lector_pipeline::{AskOptions, Built, Response};
 use lector_reader::{ReadParams, WindowProbabilities};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Args)]
@@ -90,9 +92,9 @@ pub fn run(args: AskArgs) -> Result<()> {
         1 => pipeline.ask(&args.question, &options)?,
         _ => {
             let llm = match args.hops.decompose {
-                crate::hops::Decompose::Llm => Some(crate::hops::LlmDecomposer {
-                    generator: args.generator.load()?,
-                }),
+                crate::hops::Decompose::Llm => {
+                    Some(LlmDecomposer::new(Arc::from(args.generator.load()?)))
+                }
                 _ => None,
             };
             let decomposer = crate::hops::decomposer(args.hops.decompose, llm.as_ref());

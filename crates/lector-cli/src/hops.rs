@@ -3,9 +3,8 @@
 
 use crate::table::print_table;
 use clap::{Args, ValueEnum};
-use lector_generate::{GenerateOptions, Generator, Message};
 use lector_pipeline::multihop::{
-    Decomposer, HopOptions, HopTrace, PathWeights, RuleDecomposer, SecondHop,
+    Decomposer, HopOptions, HopTrace, LlmDecomposer, PathWeights, RuleDecomposer, SecondHop,
 };
 
 #[derive(Args, Clone)]
@@ -55,55 +54,6 @@ pub fn decomposer(choice: Decompose, llm: Option<&LlmDecomposer>) -> Option<&dyn
         Decompose::Llm => llm.map(|d| d as &dyn Decomposer),
         Decompose::None => None,
     }
-}
-
-/// A language model that writes sub-questions: one per line, numbered, `#1` standing for the
-/// first one's answer.
-pub struct LlmDecomposer {
-    pub generator: Box<dyn Generator>,
-}
-
-/// The instruction and one worked example (the format is what matters to a small model).
-const DECOMPOSE_PROMPT: &str = "Split the question into simple questions that can each be \
-answered from one document. Write one question per line, numbered. Write #1 where a later \
-question needs the answer to question 1. If the question is already simple, write it alone.
-
-Question: Where was the director of Inception born?
-1. Who directed Inception?
-2. Where was #1 born?";
-
-impl Decomposer for LlmDecomposer {
-    fn decompose(&self, question: &str) -> Result<Vec<String>, String> {
-        let messages = [
-            Message::system(DECOMPOSE_PROMPT),
-            Message::user(format!("Question: {question}")),
-        ];
-        let options = GenerateOptions {
-            max_new_tokens: 96,
-            ..GenerateOptions::default()
-        };
-        let generation = self
-            .generator
-            .generate(&messages, &options, &mut |_| {
-                std::ops::ControlFlow::Continue(())
-            })
-            .map_err(|e| e.to_string())?;
-        Ok(parse_sub_questions(&generation.text))
-    }
-}
-
-/// The numbered lines of a reply ("1. ...", "2) ..."), without their numbers; unnumbered text
-/// is ignored, so a chatty reply yields only its questions.
-pub fn parse_sub_questions(reply: &str) -> Vec<String> {
-    reply
-        .lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            let digits = line.chars().take_while(char::is_ascii_digit).count();
-            let rest = line[digits..].strip_prefix(['.', ')'])?;
-            (digits > 0 && !rest.trim().is_empty()).then(|| rest.trim().to_string())
-        })
-        .collect()
 }
 
 /// Five non-negative weights, comma-separated, in `PathWeights`' order.
@@ -220,17 +170,6 @@ pub fn hop_times(trace: &HopTrace) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sub_questions_are_the_numbered_lines() {
-        let reply =
-            "Sure! Here they are:\n1. Who directed Inception?\n 2) Where was #1 born?\n3.\nThanks";
-        assert_eq!(
-            parse_sub_questions(reply),
-            ["Who directed Inception?", "Where was #1 born?"]
-        );
-        assert!(parse_sub_questions("no numbers here").is_empty());
-    }
 
     #[test]
     fn path_weights_are_five_non_negative_numbers() {

@@ -31,9 +31,9 @@ fn slice(dir: &Path) -> String {
     out.to_string_lossy().into_owned()
 }
 
-/// One run in `order`: the JSON report and the per-question rows.
-fn run(data: &str, order: &str, rows: &Path) -> (Value, Vec<Value>) {
-    let out = ok(&lector(&[
+/// One run in `order` with `extra` flags: the JSON report and the per-question rows.
+fn run(data: &str, order: &str, rows: &Path, extra: &[&str]) -> (Value, Vec<Value>) {
+    let args = [
         "eval",
         "generative",
         "--squad",
@@ -52,7 +52,8 @@ fn run(data: &str, order: &str, rows: &Path) -> (Value, Vec<Value>) {
         "--json",
         "--per-question",
         rows.to_str().unwrap(),
-    ]));
+    ];
+    let out = ok(&lector(&[&args[..], extra].concat()));
     let report: Value = serde_json::from_str(&out).unwrap();
     let rows = std::fs::read_to_string(rows)
         .unwrap()
@@ -209,6 +210,36 @@ fn check_order(rows: &[Value], edges: bool) {
     }
 }
 
+/// BERTScore F1 (`--bertscore-model`): the encoder and layer reported, a value per question
+/// (a gold-less question scores 1 when its short answer is empty, else 0; an empty short answer
+/// to one with golds 0), and the figure is their mean over the answerable questions.
+fn check_bertscore(report: &Value, rows: &[Value], encoder: &str) {
+    assert_eq!(report["bertscore"]["model"], encoder, "{report}");
+    assert_eq!(report["bertscore"]["layer"], 1, "{report}");
+    let value = |r: &Value| r["bertscore_f1"].as_f64().unwrap();
+    for r in rows {
+        let short_is_empty = r["short_answer"] == "";
+        if r["golds"].as_array().unwrap().is_empty() || short_is_empty {
+            let refusal_credit = r["golds"].as_array().unwrap().is_empty() && short_is_empty;
+            assert_eq!(value(r), f64::from(u8::from(refusal_credit)), "{r}");
+        } else {
+            assert!(value(r).is_finite() && value(r) <= 1.0 + 1e-6, "{r}");
+        }
+    }
+    let answerable: Vec<f64> = rows
+        .iter()
+        .filter(|r| r["answerable"] == true)
+        .map(value)
+        .collect();
+    let figure = &report["figures"]["bertscore_f1"];
+    assert_eq!(figure["n"], answerable.len(), "{figure}");
+    let mean = 100.0 * answerable.iter().sum::<f64>() / answerable.len() as f64;
+    assert!(
+        (figure["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{figure}"
+    );
+}
+
 #[test]
 fn retrieval_augmented_generation_is_scored_in_both_orders() {
     let dir = tempfile::tempdir().unwrap();
@@ -217,8 +248,13 @@ fn retrieval_augmented_generation_is_scored_in_both_orders() {
         dir.path().join("rank.jsonl"),
         dir.path().join("edges.jsonl"),
     );
-    let (rank, by_rank) = run(&data, "rank", &rank_rows);
-    let (edges, by_edges) = run(&data, "edges", &edge_rows);
+    let encoder = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../lector-models/tests/fixtures/tiny-bert")
+        .to_string_lossy()
+        .into_owned();
+    let bertscore = ["--bertscore-model", &encoder, "--bertscore-layer", "1"];
+    let (rank, by_rank) = run(&data, "rank", &rank_rows, &bertscore);
+    let (edges, by_edges) = run(&data, "edges", &edge_rows, &[]);
     assert_eq!(rank["order"], "rank");
     assert_eq!(edges["order"], "edges");
     for (report, rows) in [(&rank, &by_rank), (&edges, &by_edges)] {
@@ -227,6 +263,8 @@ fn retrieval_augmented_generation_is_scored_in_both_orders() {
     }
     check_order(&by_rank, false);
     check_order(&by_edges, true);
+    check_bertscore(&rank, &by_rank, &encoder);
+    assert!(edges.get("bertscore").is_none());
     // The same passages were retrieved; with three shown, the orders differ.
     for (a, b) in by_rank.iter().zip(&by_edges) {
         assert_eq!(a["id"], b["id"]);

@@ -58,6 +58,19 @@ pub enum Error {
     /// Fetching or unpacking a model failed.
     #[error("{0}")]
     Fetch(String),
+    /// A layer was asked of a model that does not have it.
+    #[error(
+        "{path}: the model has {layers} layers (0 is the embedding output, {layers} the last), not {layer}",
+        path = .path.display()
+    )]
+    NoSuchLayer {
+        path: PathBuf,
+        layer: usize,
+        layers: usize,
+    },
+    /// BERTScore's matching refused its inputs (see [`crate::bertscore`]).
+    #[error("{0}")]
+    Score(lector_eval::Error),
 }
 
 /// Result alias for this crate.

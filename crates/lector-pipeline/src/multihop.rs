@@ -17,16 +17,21 @@
 //! then decided from sub-answers: a year or number read from each option's passage, or an
 //! attribute asked of each entity ("What is the nationality of X?") and compared, or whether
 //! each passage says what the question asks. Bridge questions are split into sub-questions
-//! ([`Decomposer`]: by rule, [`RuleDecomposer`], or by a language model) answered in turn; their
-//! answers join the second hop's bridges. The chain of sub-questions, answers and passages is
-//! returned as the evidence ([`HopTrace`]).
+//! ([`Decomposer`]: by rule, [`RuleDecomposer`], or by a language model, [`LlmDecomposer`])
+//! answered in turn; their answers join the second hop's bridges. The chain of sub-questions,
+//! answers and passages is returned as the evidence ([`HopTrace`]), from which
+//! [`supporting_facts`] predicts HotpotQA's supporting sentences.
 
+mod decompose;
 mod paths;
 pub mod question;
+mod supporting;
 mod titles;
 
+pub use decompose::{parse_sub_questions, Decomposer, LlmDecomposer, RuleDecomposer};
 pub use paths::PathWeights;
 pub use question::{Analysis, Order, QuestionKind};
+pub use supporting::supporting_facts;
 pub use titles::TitleIndex;
 
 use crate::aggregate::{Aggregation, Candidate, Evidence, PassageReading};
@@ -38,37 +43,6 @@ use paths::{score_paths, Expansion, FirstHop, ScoredPath};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::time::Instant;
-
-/// Splits a question into sub-questions (for example a language model prompted to); a later
-/// sub-question refers to an earlier one's answer as `#1`, `#2`, ...
-pub trait Decomposer {
-    /// The sub-questions, in order; one (or none) when the question is already simple.
-    fn decompose(&self, question: &str) -> std::result::Result<Vec<String>, String>;
-
-    /// Whether the last sub-answer replaces the passage pairs' answer (otherwise the sub-answers
-    /// only join the second hop's bridges and the chain).
-    fn answers(&self) -> bool {
-        true
-    }
-}
-
-/// The default decomposer: the first "the N of E" phrase of a bridge question is asked first
-/// ([`question::bridge_sub_questions`]).
-pub struct RuleDecomposer;
-
-impl Decomposer for RuleDecomposer {
-    fn decompose(&self, question: &str) -> std::result::Result<Vec<String>, String> {
-        Ok(question::bridge_sub_questions(question)
-            .map(Vec::from)
-            .unwrap_or_default())
-    }
-
-    /// Measured on the first half of the HotpotQA sample, letting the rule's last sub-answer be
-    /// the answer lowered F1 (37.24 -> 36.67): its sub-questions find better bridges than answers.
-    fn answers(&self) -> bool {
-        false
-    }
-}
 
 /// How the second hop searches from a first-hop passage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -43,11 +43,15 @@
 //! [`open()`] builds a server's state from an index directory and a
 //! [`lector_pipeline::PipelineConfig`] (what `lector serve` does), so other programs can serve
 //! an index without the binary.
+//!
+//! [`client::AskClient`] asks a running server's `POST /v1/ask` from another program (what
+//! `lector eval canary --against` does).
 
 pub mod access;
 pub mod api;
 pub mod body;
 pub mod chat;
+pub mod client;
 pub mod conn;
 pub mod error;
 pub mod feedback;

@@ -1,20 +1,20 @@
 //! `lector eval bertscore`: BERTScore of candidates against references with a local encoder,
 //! identical to the `bert-score` package (0.3.13) for the same model, layer and settings.
-//! The token states come from `lector_models::TokenEncoder`, the scoring from
-//! `lector_eval::bertscore`.
+//! The scoring is `lector_models::bertscore`'s; this chooses the layer, shows progress and
+//! prints.
 
 use super::{write_jsonl, BootstrapArgs};
 use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use lector_eval::bertscore::{
-    self, Baseline, Item, Options, Pairing, Prf, TokenStates, Weighting, PACKAGE_BATCH_SIZE,
-};
+use lector_eval::bertscore::{self, Baseline, Item, Prf};
 use lector_eval::stats::{self, Interval};
+use lector_models::bertscore::{
+    model_name, package_default_layer, BertScorer, ScoreOptions, Scored,
+};
 use lector_models::TokenEncoder;
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Args)]
@@ -49,9 +49,6 @@ pub struct BertscoreArgs {
     bootstrap: BootstrapArgs,
 }
 
-/// Texts per encoder call: the unit of the progress bar.
-const CHUNK: usize = 256;
-
 /// The settings a score depends on, printed with every result: scores from different models,
 /// layers, weightings or baselines do not compare.
 struct Setting {
@@ -73,26 +70,27 @@ pub fn run(args: &BertscoreArgs) -> Result<()> {
     }
     let encoder = TokenEncoder::load(&args.model)
         .with_context(|| format!("cannot load the encoder in {}", args.model.display()))?;
-    let setting = setting(args, &encoder)?;
-    let baseline = match &args.baseline {
-        Some(path) => Some(Baseline::read(path)?.at_layer(setting.layer)?),
-        None => None,
+    let setting = setting(args, &encoder);
+    let scorer = BertScorer::new(encoder, setting.layer)
+        .with_context(|| format!("layer {} ({})", setting.layer, setting.layer_source))?;
+    let options = ScoreOptions {
+        idf: args.idf,
+        baseline: match &args.baseline {
+            Some(path) => Some(Baseline::read(path)?.at_layer(setting.layer)?),
+            None => None,
+        },
     };
-    let (texts, pairings) = unique_texts(&items);
-    let states = encode(&encoder, &texts, setting.layer)?;
-    let options = Options {
-        weighting: weighting(args.idf, &encoder),
-        batch_size: PACKAGE_BATCH_SIZE,
-    };
-    let mut scores = bertscore::score(&states, encoder.dim(), &pairings, &options)?;
-    if let Some(b) = baseline {
-        scores = scores.into_iter().map(|s| s.rescaled(b)).collect();
-    }
-    warn_about_degenerate_items(&states, &pairings, &scores);
+    let bar = progress_bar();
+    let scored = scorer.score(&items, &options, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    warn_about_degenerate_items(&scored);
     if let Some(path) = &args.per_item {
-        write_per_item(path, &items, &scores)?;
+        write_per_item(path, &items, &scored.scores)?;
     }
-    report(args, &setting, &scores)
+    report(args, &setting, &scored.scores)
 }
 
 /// One JSON line per item, `{"id", "precision", "recall", "f1"}` (NaN written as null).
@@ -107,23 +105,17 @@ fn write_per_item(path: &Path, items: &[Item], scores: &[Prf]) -> Result<()> {
     write_jsonl(path, &rows)
 }
 
-/// The layer to use and the model's name, checked against the model.
-fn setting(args: &BertscoreArgs, encoder: &TokenEncoder) -> Result<Setting> {
+/// The layer to use (checked against the model by `BertScorer::new`) and the model's name.
+fn setting(args: &BertscoreArgs, encoder: &TokenEncoder) -> Setting {
     let layers = encoder.layers();
     let (layer, layer_source) = match args.layer {
         Some(layer) => (layer, "--layer"),
-        None => match known_model_layer(&args.model) {
+        None => match package_default_layer(&args.model) {
             Some(layer) => (layer, "the package's default for this model"),
             None => (layers, "the last layer"),
         },
     };
-    if layer > layers {
-        bail!(
-            "layer {layer} ({layer_source}): {} has {layers} layers (0 is the embedding output, {layers} the last)",
-            args.model.display()
-        );
-    }
-    Ok(Setting {
+    Setting {
         model: model_name(&args.model),
         layer,
         layers,
@@ -131,78 +123,11 @@ fn setting(args: &BertscoreArgs, encoder: &TokenEncoder) -> Result<Setting> {
         idf: args.idf,
         baseline: args.baseline.clone(),
         bf16: lector_models::bf16_active(),
-    })
-}
-
-/// The package's default layer for the model in `dir`, found by the directory's name or by
-/// `_name_or_path` in its config.json.
-fn known_model_layer(dir: &Path) -> Option<usize> {
-    let config: Option<Value> = std::fs::read_to_string(dir.join("config.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok());
-    let name_or_path = config
-        .as_ref()
-        .and_then(|c| c["_name_or_path"].as_str())
-        .map(str::to_string);
-    std::iter::once(model_name(dir))
-        .chain(name_or_path)
-        .find_map(|name| bertscore::package_default_layer(&name))
-}
-
-fn model_name(dir: &Path) -> String {
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    dir.file_name().map_or_else(
-        || dir.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
-}
-
-/// Each distinct text once (the package embeds each distinct string once too), and the items
-/// as indices into them.
-fn unique_texts(items: &[Item]) -> (Vec<&str>, Vec<Pairing>) {
-    let mut texts = Vec::new();
-    let mut index = HashMap::new();
-    let mut intern = |text| {
-        *index.entry(text).or_insert_with(|| {
-            texts.push(text);
-            texts.len() - 1
-        })
-    };
-    let pairings = items
-        .iter()
-        .map(|item| Pairing {
-            candidate: intern(item.candidate.as_str()),
-            references: item.references.iter().map(|r| intern(r.as_str())).collect(),
-        })
-        .collect();
-    (texts, pairings)
-}
-
-/// The token states of every text at `layer`, with a progress bar on a terminal. Texts go to
-/// the encoder in order of length, so that each call holds texts of about one length.
-fn encode(encoder: &TokenEncoder, texts: &[&str], layer: usize) -> Result<Vec<TokenStates>> {
-    let ids = encoder.tokenize(texts)?;
-    let mut order: Vec<usize> = (0..texts.len()).collect();
-    order.sort_by_key(|&i| ids[i].len());
-    let bar = progress_bar(texts.len() as u64);
-    let mut states = vec![Vec::new(); texts.len()];
-    for chunk in order.chunks(CHUNK) {
-        let rows: Vec<Vec<u32>> = chunk.iter().map(|&i| ids[i].clone()).collect();
-        for (&i, s) in chunk.iter().zip(encoder.states(&rows, layer)?) {
-            states[i] = s;
-        }
-        bar.inc(chunk.len() as u64);
     }
-    bar.finish_and_clear();
-    Ok(ids
-        .into_iter()
-        .zip(states)
-        .map(|(ids, states)| TokenStates { ids, states })
-        .collect())
 }
 
-fn progress_bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
+fn progress_bar() -> ProgressBar {
+    let bar = ProgressBar::new(0);
     let style =
         ProgressStyle::with_template("embedding {wide_bar} {pos}/{len} texts ({per_sec}, {eta})")
             .expect("valid template");
@@ -210,39 +135,21 @@ fn progress_bar(total: u64) -> ProgressBar {
     bar
 }
 
-/// The package's weights: idf over the references, or 1 for every token but the tokenizer's
-/// `cls_token` and `sep_token`.
-fn weighting(idf: bool, encoder: &TokenEncoder) -> Weighting {
-    if idf {
-        return Weighting::Idf;
-    }
-    let zero = [encoder.cls_token_id(), encoder.sep_token_id()];
-    Weighting::Uniform {
-        zero: zero.into_iter().flatten().collect(),
-    }
-}
-
-/// Says what the package would say about empty texts (two tokens: special tokens alone, its
-/// test), and where scores are NaN.
-fn warn_about_degenerate_items(texts: &[TokenStates], pairings: &[Pairing], scores: &[Prf]) {
-    let empty = |text: usize| texts[text].ids.len() == 2;
-    let empty_candidates = pairings.iter().filter(|p| empty(p.candidate)).count();
-    let empty_references = pairings
-        .iter()
-        .filter(|p| p.references.iter().any(|&r| empty(r)))
-        .count();
-    if empty_candidates > 0 {
-        eprintln!("warning: {empty_candidates} empty candidates score P = R = F1 = 0");
-    }
-    if empty_references > 0 {
+/// Says what the package would say about empty texts, and where scores are NaN.
+fn warn_about_degenerate_items(scored: &Scored) {
+    if scored.empty_candidates > 0 {
         eprintln!(
-            "warning: {empty_references} items have an empty reference, which scores P = R = F1 = 0"
+            "warning: {} empty candidates score P = R = F1 = 0",
+            scored.empty_candidates
         );
     }
-    let nan = scores
-        .iter()
-        .filter(|s| s.precision.is_nan() || s.recall.is_nan())
-        .count();
+    if scored.empty_references > 0 {
+        eprintln!(
+            "warning: {} items have an empty reference, which scores P = R = F1 = 0",
+            scored.empty_references
+        );
+    }
+    let nan = scored.nan_items();
     if nan > 0 {
         eprintln!(
             "warning: {nan} items have a NaN precision or recall: every token of a text weighs 0 \

@@ -4,9 +4,9 @@
 //!
 //! The baseline, its checks and the comparison are [`lector_eval::canary`]'s; this asks the
 //! questions, from a local index through the pipeline `lector ask` builds (`--index`), or from a
-//! running `lector serve` (`--against`), and prints. Errors (a missing baseline, one of another
-//! questions file, an unreachable server) exit 2 like every other error, so an alarm is never
-//! confused with them.
+//! running `lector serve` (`--against`, through `lector_server::client`), and prints. Errors (a
+//! missing baseline, one of another questions file, an unreachable server) exit 2 like every
+//! other error, so an alarm is never confused with them.
 
 use crate::ask::open_pipeline;
 use crate::search::{RerankOptions, RetrievalOptions};
@@ -21,10 +21,11 @@ use lector_eval::canary::{
 use lector_eval::squad::Dataset;
 use lector_pipeline::config::reader_name;
 use lector_pipeline::{AskOptions, Built, Response, Stage};
+use lector_server::client::AskClient;
 use serde_json::{json, Map, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Changed answers shown in the table (`--json` lists them all).
 const CHANGES_SHOWN: usize = 5;
@@ -188,8 +189,7 @@ fn object(value: Value) -> Map<String, Value> {
 /// Every question over HTTP, one request at a time (the server reads each one's passages in a
 /// batch of its own).
 fn ask_server(url: &str, args: &CanaryArgs, dataset: &Dataset) -> Result<Answers> {
-    let endpoint = format!("{}/v1/ask", url.trim_end_matches('/'));
-    let client = AskClient::new(endpoint);
+    let client = AskClient::from_env(url);
     let retrieval = args.retrieval.mode.map(|m| m.name());
     let bar = progress_bar(dataset.questions.len() as u64, "questions asked");
     let start = Instant::now();
@@ -200,19 +200,14 @@ fn ask_server(url: &str, args: &CanaryArgs, dataset: &Dataset) -> Result<Answers
         if let Some(mode) = retrieval {
             body["retrieval"] = mode.into();
         }
-        let reply = client
+        let asked = client
             .ask(&body)
             .with_context(|| format!("asking question `{}`", question.id))?;
-        texts.push(reply_answer(&reply).with_context(|| {
-            format!(
-                "{}: unexpected reply to question `{}`",
-                client.endpoint, question.id
-            )
-        })?);
         if i == 0 {
-            settings["calibrated"] = reply["calibrated"].clone();
-            settings["threshold"] = reply["threshold"].clone();
+            settings["calibrated"] = asked.reply["calibrated"].clone();
+            settings["threshold"] = asked.reply["threshold"].clone();
         }
+        texts.push(asked.answer.unwrap_or_default());
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -222,64 +217,6 @@ fn ask_server(url: &str, args: &CanaryArgs, dataset: &Dataset) -> Result<Answers
         settings: object(settings),
         seconds: start.elapsed().as_secs_f64(),
     })
-}
-
-/// `answer.text`, or "" for `answer: null` (an abstention).
-fn reply_answer(reply: &Value) -> Result<String> {
-    match reply.get("answer") {
-        Some(Value::Null) => Ok(String::new()),
-        Some(answer) => answer["text"]
-            .as_str()
-            .map(str::to_string)
-            .context("`answer` has no string `text`"),
-        None => bail!("no `answer` field"),
-    }
-}
-
-/// `POST /v1/ask` of a running `lector serve`.
-struct AskClient {
-    endpoint: String,
-    api_key: Option<String>,
-    agent: ureq::Agent,
-}
-
-impl AskClient {
-    fn new(endpoint: String) -> AskClient {
-        let api_key = std::env::var(lector_server::access::API_KEY_ENV)
-            .ok()
-            .map(|k| k.trim().to_string())
-            .filter(|k| !k.is_empty());
-        let agent = ureq::AgentBuilder::new()
-            .timeout_connect(Duration::from_secs(10))
-            // A busy server queues the request; reading itself takes well under a minute.
-            .timeout(Duration::from_secs(300))
-            .build();
-        AskClient {
-            endpoint,
-            api_key,
-            agent,
-        }
-    }
-
-    fn ask(&self, body: &Value) -> Result<Value> {
-        let mut request = self.agent.post(&self.endpoint);
-        if let Some(key) = &self.api_key {
-            request = request.set("Authorization", &format!("Bearer {key}"));
-        }
-        let reply = match request.send_json(body) {
-            Ok(reply) => reply,
-            Err(ureq::Error::Status(code, reply)) => {
-                let detail = reply.into_string().unwrap_or_default();
-                bail!("{}: status {code}: {}", self.endpoint, detail.trim())
-            }
-            Err(ureq::Error::Transport(t)) => bail!("{}: {t}", self.endpoint),
-        };
-        let text = reply
-            .into_string()
-            .with_context(|| format!("{}: cannot read the reply", self.endpoint))?;
-        serde_json::from_str(&text)
-            .with_context(|| format!("{}: the reply is not JSON", self.endpoint))
-    }
 }
 
 fn progress_bar(total: u64, message: &'static str) -> ProgressBar {

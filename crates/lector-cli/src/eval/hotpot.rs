@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lector_eval::hotpot::{self, Paragraph, Predictions, Question, SupportingFact};
 use lector_eval::stats;
 use lector_index::{Document, Embedder, Index, IndexSettings, IndexWriter, SearchOptions};
-use lector_pipeline::multihop::HopTrace;
+use lector_pipeline::multihop;
 use lector_pipeline::{AskOptions, Pipeline, Response};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -234,7 +234,7 @@ fn ask_each(
             .hops
             .as_ref()
             .context("ask_hops returns its trace")?;
-        let facts = supporting_facts(trace, q, pipeline.index());
+        let facts = multihop::supporting_facts(trace, q, pipeline.index());
         responses.push(Answered { response, facts });
         bar.inc(1);
     }
@@ -262,87 +262,6 @@ fn answer_text(response: &Response) -> String {
         .as_ref()
         .or(response.candidates.first())
         .map_or(String::new(), |c| c.text.clone())
-}
-
-/// The sentences the answer rests on: each support span's sentence; when the spans cover one
-/// paragraph only, the first sentence of the best-ranked other paragraph joins them (HotpotQA
-/// answers rest on two paragraphs).
-fn supporting_facts(trace: &HopTrace, question: &Question, index: &Index) -> Vec<SupportingFact> {
-    let mut facts: Vec<SupportingFact> = Vec::new();
-    for support in &trace.support {
-        let title = &support.passage.doc_id;
-        let Some(paragraph) = question.context.iter().find(|p| &p.title == title) else {
-            // Open setting: a paragraph of another question; its sentences come from the index.
-            if let Some(fact) = fact_in_index(index, support) {
-                push_unique(&mut facts, fact);
-            }
-            continue;
-        };
-        let offset = passage_start(index, &support.passage) + support.start;
-        push_unique(&mut facts, fact_at(paragraph, offset));
-    }
-    let titles: Vec<&str> = facts.iter().map(|f| f.title.as_str()).collect();
-    if titles.iter().all(|t| *t == titles[0]) {
-        let other = trace
-            .ranking
-            .iter()
-            .find(|p| !titles.contains(&p.doc_id.as_str()));
-        if let Some(other) = other {
-            push_unique(
-                &mut facts,
-                SupportingFact {
-                    title: other.doc_id.clone(),
-                    sentence: 0,
-                },
-            );
-        }
-    }
-    facts
-}
-
-fn push_unique(facts: &mut Vec<SupportingFact>, fact: SupportingFact) {
-    if !facts.contains(&fact) {
-        facts.push(fact);
-    }
-}
-
-/// The character offset of a passage in its document.
-fn passage_start(index: &Index, passage: &lector_pipeline::multihop::PassageId) -> usize {
-    index
-        .document(&passage.doc_id)
-        .and_then(|d| d.passages.get(passage.passage).map(|s| s.char_start))
-        .unwrap_or(0)
-}
-
-/// The sentence of `paragraph` holding character `offset` of its text.
-fn fact_at(paragraph: &Paragraph, offset: usize) -> SupportingFact {
-    let mut end = 0;
-    let mut sentence = 0;
-    for (i, s) in paragraph.sentences.iter().enumerate() {
-        end += s.chars().count();
-        sentence = i;
-        if offset < end {
-            break;
-        }
-    }
-    SupportingFact {
-        title: paragraph.title.clone(),
-        sentence,
-    }
-}
-
-/// A support span's sentence when its paragraph is not one of the question's own: sentences
-/// are not stored in the index, so the first one stands in.
-fn fact_in_index(
-    index: &Index,
-    support: &lector_pipeline::multihop::Support,
-) -> Option<SupportingFact> {
-    index
-        .document(&support.passage.doc_id)
-        .map(|d| SupportingFact {
-            title: d.id.to_string(),
-            sentence: 0,
-        })
 }
 
 fn report(questions: &[Question], answered: &[Answered], args: &HotpotArgs) -> Result<()> {

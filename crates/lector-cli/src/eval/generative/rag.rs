@@ -17,7 +17,7 @@ use crate::search::{notify, RerankOptions, RetrievalOptions};
 use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use lector_eval::bertscore::{self, Options, Pairing, TokenStates, Weighting, PACKAGE_BATCH_SIZE};
+use lector_eval::bertscore::Item;
 use lector_eval::squad::{Dataset, Question};
 use lector_eval::stats::Bootstrap;
 use lector_generate::evaluate::{self, ExtraScore, Figure, RagQuestion};
@@ -25,6 +25,7 @@ use lector_generate::grounded::{Answered, Passage, PassageOrder};
 use lector_generate::judge::{Judge, Verdict};
 use lector_generate::{Decoding, GenerateOptions, Generator, OpenAiConfig, OpenAiGenerator};
 use lector_index::Index;
+use lector_models::bertscore::{BertScorer, ScoreOptions};
 use lector_models::TokenEncoder;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -307,48 +308,22 @@ fn bertscore_f1(
     let encoder = TokenEncoder::load(dir)
         .with_context(|| format!("cannot load the BERTScore encoder in {}", dir.display()))?;
     let layer = layer.unwrap_or(encoder.layers());
-    if layer > encoder.layers() {
-        bail!(
-            "--bertscore-layer {layer}: {} has {} layers",
-            dir.display(),
-            encoder.layers()
-        );
-    }
-    let mut texts: Vec<&str> = Vec::new();
-    let mut pairings = Vec::new();
-    let mut scored = Vec::new();
-    for (i, q) in dataset.questions.iter().enumerate() {
-        if !q.has_answer() {
-            continue;
-        }
-        let candidate = texts.len();
-        texts.push(shorts[i]);
-        let references = (0..q.answers.len()).map(|r| candidate + 1 + r).collect();
-        texts.extend(q.answers.iter().map(String::as_str));
-        pairings.push(Pairing {
-            candidate,
-            references,
-        });
-        scored.push(i);
-    }
-    let states: Vec<TokenStates> = encoder
-        .encode(&texts, layer)?
-        .into_iter()
-        .map(|e| TokenStates {
-            ids: e.ids,
-            states: e.states,
+    let scorer =
+        BertScorer::new(encoder, layer).with_context(|| format!("--bertscore-layer {layer}"))?;
+    let answerable: Vec<usize> = (0..dataset.questions.len())
+        .filter(|&i| dataset.questions[i].has_answer())
+        .collect();
+    let items: Vec<Item> = answerable
+        .iter()
+        .map(|&i| Item {
+            id: dataset.questions[i].id.clone(),
+            candidate: shorts[i].to_string(),
+            references: dataset.questions[i].answers.clone(),
         })
         .collect();
-    let zero = [encoder.cls_token_id(), encoder.sep_token_id()];
-    let options = Options {
-        weighting: Weighting::Uniform {
-            zero: zero.into_iter().flatten().collect(),
-        },
-        batch_size: PACKAGE_BATCH_SIZE,
-    };
-    let prf = bertscore::score(&states, encoder.dim(), &pairings, &options)?;
+    let scored = scorer.score(&items, &ScoreOptions::default(), &mut |_, _| {})?;
     let mut values: Vec<f64> = unanswerable_values(dataset, shorts);
-    for (&i, s) in scored.iter().zip(&prf) {
+    for (&i, s) in answerable.iter().zip(&scored.scores) {
         // An empty candidate scores NaN or 0 in the package; a refusal is simply wrong here.
         values[i] = if s.f1.is_finite() { s.f1 } else { 0.0 };
     }

@@ -90,6 +90,54 @@ pub struct DocumentRef<'a> {
     pub passages: Vec<Span>,
 }
 
+/// One page of [`Index::documents_page`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentPage<'a> {
+    /// The documents, in the index's own order.
+    pub documents: Vec<DocumentRef<'a>>,
+    /// Where the next page starts; `None` after the last document.
+    pub next: Option<DocumentCursor>,
+}
+
+/// A place in the index's own order of documents: a segment and a document position in it.
+/// Clients see it as opaque text ([`DocumentCursor::encode`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentCursor {
+    segment: String,
+    position: u32,
+}
+
+impl DocumentCursor {
+    /// The cursor as text for a URL (letters, digits, `-` and `.`).
+    pub fn encode(&self) -> String {
+        let stem = self.segment.strip_suffix(".lseg").unwrap_or(&self.segment);
+        format!("{stem}.{}", self.position)
+    }
+
+    /// The cursor [`DocumentCursor::encode`] wrote; `None` for any other text.
+    pub fn decode(text: &str) -> Option<Self> {
+        let (stem, position) = text.rsplit_once('.')?;
+        let valid = stem.starts_with("seg-")
+            && stem.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        Some(DocumentCursor {
+            segment: format!("{stem}.lseg"),
+            position: position.parse().ok().filter(|_| valid)?,
+        })
+    }
+}
+
+/// How segment file names order: by the generation in the name (`seg-<generation>-...`), then
+/// by the name, so a merge's output (`seg-<g>-m<n>`, planned after its inputs were written)
+/// comes after every input.
+fn segment_key(file: &str) -> (u64, &str) {
+    let generation = file
+        .strip_prefix("seg-")
+        .and_then(|rest| rest.split('-').next())
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(0);
+    (generation, file)
+}
+
 /// A clone is a second handle on the same commit: segments and vectors are shared, not copied
 /// (a server hands the writer's fresh commit to its readers this way, without reloading).
 impl Clone for Index {
@@ -234,18 +282,97 @@ impl Index {
         self.ids.values().map(|&(s, d)| self.document_at(s, d))
     }
 
-    /// One page of the live documents in id order (byte-wise): `offset` documents skipped, at
-    /// most `limit` returned. The order depends only on the ids, so a client pages through a
-    /// commit without seeing a document twice ([`Index::len`] is the total).
-    pub fn documents_by_id(&self, offset: usize, limit: usize) -> Vec<DocumentRef<'_>> {
-        let mut ids: Vec<(&str, (usize, u32))> =
-            self.ids.iter().map(|(id, &at)| (id.as_str(), at)).collect();
-        ids.sort_unstable_by_key(|&(id, _)| id);
-        ids.into_iter()
-            .skip(offset)
-            .take(limit)
-            .map(|(_, (s, d))| self.document_at(s, d))
-            .collect()
+    /// One page of the live documents in the index's own order: segments oldest first (by
+    /// their file names, which start with the generation that wrote them), documents in the
+    /// order they were added to each. The page starts at `from` (the first document when
+    /// `None`), skips `skip` live documents, and holds at most `limit`; its cursor says where the
+    /// next page starts (`None` after the last document). Nothing is sorted or collected beyond
+    /// the page: the work is the page, the segments, and the deleted documents stepped over.
+    ///
+    /// A cursor stays valid across commits: paging on from one shows every document that stayed
+    /// live meanwhile at least once, and documents added meanwhile (in newer segments). When
+    /// its segment was merged away, paging goes on at the next segment in the order, which holds
+    /// the merge's output, so documents already seen may come again.
+    pub fn documents_page(
+        &self,
+        from: Option<&DocumentCursor>,
+        skip: usize,
+        limit: usize,
+    ) -> DocumentPage<'_> {
+        let order = self.segment_order();
+        let mut at = from.map_or((0, 0), |cursor| self.resume(&order, cursor));
+        let mut skip = skip;
+        let mut documents = Vec::new();
+        while at.0 < order.len() && documents.len() < limit {
+            let s = order[at.0];
+            let live = &self.segments[s];
+            let count = live.segment.docs.len() as u32;
+            if at.1 == 0 && skip >= self.live_documents(s) {
+                skip -= self.live_documents(s);
+                at = (at.0 + 1, 0);
+                continue;
+            }
+            while at.1 < count && documents.len() < limit {
+                if !live.deleted[at.1 as usize] {
+                    match skip {
+                        0 => documents.push(self.document_at(s, at.1)),
+                        _ => skip -= 1,
+                    }
+                }
+                at.1 += 1;
+            }
+            if at.1 >= count {
+                at = (at.0 + 1, 0);
+            }
+        }
+        let next = self
+            .next_live(&order, at)
+            .map(|(i, position)| DocumentCursor {
+                segment: self.manifest.segments[order[i]].file.clone(),
+                position,
+            });
+        DocumentPage { documents, next }
+    }
+
+    /// Segment indices in the index's own order (see [`Self::documents_page`]).
+    fn segment_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.segments.len()).collect();
+        order.sort_by(|&a, &b| {
+            segment_key(&self.manifest.segments[a].file)
+                .cmp(&segment_key(&self.manifest.segments[b].file))
+        });
+        order
+    }
+
+    /// Live documents of segment `s`.
+    fn live_documents(&self, s: usize) -> usize {
+        let meta = &self.manifest.segments[s];
+        meta.docs as usize - meta.deleted.len()
+    }
+
+    /// Where `cursor` points in `order`: its segment and position, or the start of the first
+    /// later segment when its segment is gone.
+    fn resume(&self, order: &[usize], cursor: &DocumentCursor) -> (usize, u32) {
+        let file = |i: usize| self.manifest.segments[order[i]].file.as_str();
+        if let Some(i) = (0..order.len()).find(|&i| file(i) == cursor.segment) {
+            return (i, cursor.position);
+        }
+        let key = segment_key(&cursor.segment);
+        let later = (0..order.len()).find(|&i| segment_key(file(i)) > key);
+        (later.unwrap_or(order.len()), 0)
+    }
+
+    /// The first live document at or after `at`.
+    fn next_live(&self, order: &[usize], mut at: (usize, u32)) -> Option<(usize, u32)> {
+        while at.0 < order.len() {
+            let live = &self.segments[order[at.0]];
+            let count = live.segment.docs.len() as u32;
+            if let Some(p) = (at.1..count).find(|&p| !live.deleted[p as usize]) {
+                return Some((at.0, p));
+            }
+            at = (at.0 + 1, 0);
+        }
+        None
     }
 
     fn document_at(&self, s: usize, d: u32) -> DocumentRef<'_> {
@@ -515,6 +642,7 @@ impl Retriever for Bm25Retriever<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::{DocumentCursor, DocumentPage};
     use crate::{Document, Index, IndexSettings, IndexWriter};
 
     fn doc(id: &str, text: &str) -> Document {
@@ -528,9 +656,11 @@ mod tests {
     }
 
     #[test]
-    fn documents_by_id_pages_in_id_order_over_segments_and_deletions() {
+    fn documents_page_in_index_order_over_segments_deletions_and_commits() {
         let dir = tempfile::tempdir().unwrap();
         let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+        // Merges run when the test says.
+        writer.defer_merges(true);
         for id in ["delta", "alpha", "echo"] {
             writer.add(doc(id, &format!("The {id} document.")));
         }
@@ -541,20 +671,56 @@ mod tests {
         }
         writer.remove("echo");
         writer.commit().unwrap();
-        drop(writer);
-        let index = Index::open(dir.path()).unwrap();
-        let page = |offset, limit| -> Vec<String> {
-            index
-                .documents_by_id(offset, limit)
-                .iter()
-                .map(|d| d.id.to_string())
-                .collect()
+        let index = writer.committed().clone();
+        let ids = |page: &DocumentPage| -> Vec<String> {
+            page.documents.iter().map(|d| d.id.to_string()).collect()
         };
-        assert_eq!(page(0, 10), ["alpha", "bravo", "charlie", "delta"]);
-        assert_eq!(page(1, 2), ["bravo", "charlie"]);
-        assert_eq!(page(3, 2), ["delta"]);
-        assert!(page(4, 2).is_empty());
-        assert_eq!(index.documents_by_id(2, 1)[0].text, "The charlie document.");
+        let all = index.documents_page(None, 0, 10);
+        assert_eq!(ids(&all), ["delta", "alpha", "charlie", "bravo"]);
+        assert_eq!(all.next, None);
+        assert_eq!(ids(&index.documents_page(None, 1, 2)), ["alpha", "charlie"]);
+        assert!(index.documents_page(None, 4, 2).documents.is_empty());
+        // Cursors: pages of two, through the encoded text a client sends back.
+        let first = index.documents_page(None, 0, 2);
+        assert_eq!(ids(&first), ["delta", "alpha"]);
+        let text = first.next.as_ref().unwrap().encode();
+        assert!(
+            text.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-.".contains(&b)),
+            "{text}"
+        );
+        let cursor = DocumentCursor::decode(&text).unwrap();
+        let second = index.documents_page(Some(&cursor), 0, 2);
+        assert_eq!(ids(&second), ["charlie", "bravo"]);
+        assert_eq!(second.next, None, "no live document after the page");
+        assert_eq!(
+            index.documents_page(Some(&cursor), 0, 2).documents[0].text,
+            "The charlie document."
+        );
+        // A cursor outlives commits: a deletion before it and an addition after it.
+        writer.remove("alpha");
+        writer.add(doc("foxtrot", "The foxtrot document."));
+        writer.commit().unwrap();
+        let later = writer.committed().clone();
+        assert_eq!(
+            ids(&later.documents_page(Some(&cursor), 0, 10)),
+            ["charlie", "bravo", "foxtrot"]
+        );
+        // Merges rewrite segments under the cursor: what it had not reached is still listed.
+        while let Some(job) = writer.next_merge() {
+            writer.finish_merge(job.run()).unwrap();
+        }
+        let merged = writer.committed().clone();
+        let after = ids(&merged.documents_page(Some(&cursor), 0, 10));
+        for id in ["charlie", "bravo", "foxtrot"] {
+            assert!(
+                after.contains(&id.to_string()),
+                "{id} missing after a merge: {after:?}"
+            );
+        }
+        for bad in ["", "seg-1", "x.1", "seg-1.-1", "seg-1/..%2f.1", "seg-1.1x"] {
+            assert_eq!(DocumentCursor::decode(bad), None, "{bad}");
+        }
         assert_eq!(index.len(), 4);
     }
 

@@ -245,6 +245,11 @@ impl Pipeline {
         &self.index
     }
 
+    /// Whether the title index of multi-hop asks ([`Pipeline::titles`]) is built already.
+    pub fn titles_built(&self) -> bool {
+        self.titles.get().is_some()
+    }
+
     /// A pipeline over another snapshot of the index (e.g. a writer's new commit) with this one's
     /// reader, calibration, embedder and reranker, shared rather than loaded again: a server
     /// builds the next snapshot while questions keep reading the current one.

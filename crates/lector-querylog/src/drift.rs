@@ -13,7 +13,7 @@ pub mod signals;
 pub use measure::{measure, Measured, Probe};
 pub use signals::{signals, Compared, Kind, Side, Signal, Thresholds, MIN_VALUES};
 
-use crate::record::log_files;
+use crate::record::{log_files, read_lines};
 use crate::{read_log, time, AskRecord, Entry, ReadError};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -197,12 +197,12 @@ pub fn load_asks(dir: &Path) -> Result<Vec<TimedAsk>, DriftError> {
 /// so a bad field found after reading is located again, which is rare and cheap).
 fn locate(dir: &Path, request_id: &str) -> String {
     for path in log_files(dir).unwrap_or_default() {
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        for (i, line) in text.lines().enumerate() {
-            if let Ok(Entry::Ask(ask)) = serde_json::from_str::<Entry>(line) {
-                if ask.request_id == request_id {
-                    return format!("{}, line {}", path.display(), i + 1);
-                }
+        let Ok(lines) = read_lines::<Entry>(&path, Default::default()) else {
+            continue;
+        };
+        for (line, entry) in lines.records {
+            if matches!(entry, Entry::Ask(ask) if ask.request_id == request_id) {
+                return format!("{}, line {line}", path.display());
             }
         }
     }

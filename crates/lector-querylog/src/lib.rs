@@ -1,6 +1,7 @@
 //! lector-querylog: the query log (`lector serve --log-queries DIR`) and what is made from it.
 //!
-//! - [`record`]: the log's lines (one JSON object per ask and per feedback) and their reader.
+//! - [`record`]: the log's lines (one JSON object per ask and per feedback) and their reader;
+//!   [`tail`]: the same, read as the log grows (only the bytes added since the last read).
 //! - [`writer`]: the background writer, rotating files by size and age, so that logging never
 //!   slows or fails an ask (a full queue drops the line and counts it in `/metrics`).
 //! - [`redact`]: masking personal data in logged text; [`time`]: the log's time stamps.
@@ -16,6 +17,7 @@ pub mod drift;
 pub mod label;
 pub mod record;
 pub mod redact;
+pub mod tail;
 pub mod time;
 pub mod writer;
 
@@ -23,6 +25,7 @@ pub use record::{
     read_log, AskRecord, AskSettings, Entry, FeedbackRecord, LoggedAnswer, LoggedCandidate,
     LoggedPassage, LoggedTimings, ReadError, Verdict,
 };
+pub use tail::{LogEntries, LogReader};
 pub use writer::QueryLog;
 
 use std::path::PathBuf;

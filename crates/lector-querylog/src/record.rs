@@ -1,6 +1,8 @@
 //! The lines of a query log: one JSON object per line, `"type": "ask"` or `"type": "feedback"`,
-//! and how to read them back (all files of a log directory, oldest first).
+//! and how to read them back (all files of a log directory, oldest first, by the one JSON-lines
+//! rule of [`lector_eval::jsonl`]).
 
+use lector_eval::jsonl::{Lines, Position};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -190,47 +192,54 @@ pub(crate) fn sequence_of(path: &Path) -> Option<u64> {
     stem.rsplit('-').next()?.parse().ok()
 }
 
-/// Every entry of the log in `dir`, oldest first. A torn last line (the server killed while
-/// writing it) is skipped; any other line that does not parse is an error naming its file and line.
+/// Every entry of the log in `dir`, oldest first, read by the rule of [`lector_eval::jsonl`]:
+/// a torn last line of a file (the server killed, or the disk full, while writing it) is left
+/// out; any other line that does not parse is an error naming its file and line.
 pub fn read_log(dir: &Path) -> Result<Vec<Entry>, ReadError> {
     let mut entries = Vec::new();
     for path in log_files(dir)? {
-        let text = std::fs::read_to_string(&path).map_err(|source| ReadError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        entries.extend(parse_json_lines(&path, &text)?.0);
+        let lines = read_lines::<Entry>(&path, Position::default())?;
+        entries.extend(lines.records.into_iter().map(|(_, entry)| entry));
     }
     Ok(entries)
 }
 
-/// The records of the text of a JSON-lines file at `path`, one per line (blank lines passed
-/// over), and the byte length of its complete lines. A last line without its newline that does
-/// not parse is torn (its writer was killed mid-line, so it was never acknowledged): it is left
-/// out of both. Any other line that does not parse is an error naming `path` and the line.
+/// The records of the JSON-lines file at `path` after `from` ([`lector_eval::jsonl::read_from`]).
+pub fn read_lines<T: DeserializeOwned>(path: &Path, from: Position) -> Result<Lines<T>, ReadError> {
+    lector_eval::jsonl::read_from(path, from).map_err(ReadError::from)
+}
+
+/// The records of `bytes`, the whole of the JSON-lines file at `path`, and the byte length of
+/// what was read: where an append must start, since a torn last line is left out of both.
 pub(crate) fn parse_json_lines<T: DeserializeOwned>(
     path: &Path,
-    text: &str,
+    bytes: &[u8],
 ) -> Result<(Vec<T>, usize), ReadError> {
-    let mut records = Vec::new();
-    let mut complete = 0;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        if !line.trim().is_empty() {
-            match serde_json::from_str(line) {
-                Ok(record) => records.push(record),
-                Err(_) if !line.ends_with('\n') => break,
-                Err(e) => {
-                    return Err(ReadError::Line {
-                        path: path.to_path_buf(),
-                        line: i + 1,
-                        message: e.to_string(),
-                    })
-                }
-            }
+    let lines = lector_eval::jsonl::parse(path, bytes, Position::default())?;
+    let records = lines.records.into_iter().map(|(_, r)| r).collect();
+    Ok((records, lines.end.offset as usize))
+}
+
+impl From<lector_eval::Error> for ReadError {
+    fn from(error: lector_eval::Error) -> Self {
+        match error {
+            lector_eval::Error::Io { path, source } => ReadError::Io { path, source },
+            lector_eval::Error::Parse {
+                path,
+                line,
+                column,
+                message,
+            } => ReadError::Line {
+                path,
+                line,
+                message: format!("{message} (column {column})"),
+            },
+            other => ReadError::Io {
+                path: PathBuf::new(),
+                source: std::io::Error::other(other.to_string()),
+            },
         }
-        complete += line.len();
     }
-    Ok((records, complete))
 }
 
 /// A logged extractive abstention (BM25, k 5, na_prob 0.9 against 0.5), for tests to adjust.
@@ -299,5 +308,55 @@ mod tests {
         std::fs::write(&bad, "{\"type\":\"nope\"}\n").unwrap();
         let err = read_log(dir.path()).unwrap_err().to_string();
         assert!(err.contains("000002.jsonl, line 1"), "{err}");
+    }
+
+    #[test]
+    fn a_log_torn_inside_a_character_is_read_for_labelling_drift_and_export() {
+        use crate::label::{export_squad, Label, LabelVerdict};
+        let dir = tempfile::tempdir().unwrap();
+        let asked = |id: &str, question: &str| {
+            let mut ask = abstained_ask(id, question);
+            ask.passages.push(crate::LoggedPassage {
+                doc_id: "gare".into(),
+                passage: 0,
+                start: 0,
+                end: 20,
+                score: 1.0,
+            });
+            Entry::Ask(ask)
+        };
+        let mut bytes = Vec::new();
+        for (id, question) in [("a", "Où est la gare ?"), ("b", "Quand part le train ?")] {
+            bytes.extend(serde_json::to_string(&asked(id, question)).unwrap().bytes());
+            bytes.push(b'\n');
+        }
+        // The server was killed inside the two bytes of "é".
+        let torn = serde_json::to_string(&asked("c", "Qui a gagné ?")).unwrap();
+        bytes.extend_from_slice(&torn.as_bytes()[..torn.find('é').unwrap() + 1]);
+        std::fs::write(
+            dir.path().join("queries-20261202T130000Z-000000.jsonl"),
+            bytes,
+        )
+        .unwrap();
+
+        let entries = read_log(dir.path()).unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(crate::drift::load_asks(dir.path()).unwrap().len(), 2);
+        let label = Label {
+            time: "2026-12-02T14:00:00.000Z".into(),
+            request_id: "a".into(),
+            question: "Où est la gare ?".into(),
+            verdict: LabelVerdict::Unanswerable,
+            doc_id: None,
+            start: None,
+            end: None,
+            text: None,
+        };
+        let documents = std::collections::HashMap::from([(
+            "gare".to_string(),
+            "La gare est au nord.".to_string(),
+        )]);
+        let export = export_squad(&[label], &entries, &documents);
+        assert_eq!(export.unanswerable, 1, "{:?}", export.warnings);
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::error::ApiError;
 use crate::generative::{self, GenerativeAsk};
-use crate::limit::{blocking, MAX_K};
+use crate::limit::MAX_K;
 use crate::metrics::AnswerSignals;
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
@@ -16,7 +16,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
-use lector_index::{AddOutcome, Document, Mode, SearchOptions};
+use lector_index::{AddOutcome, Document, DocumentCursor, Mode, SearchOptions};
 use lector_pipeline::{AskOptions, Response};
 use lector_querylog::{AskSettings, Entry};
 use lector_reader::ReadParams;
@@ -172,7 +172,10 @@ pub const MAX_LIST_LIMIT: usize = 1000;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
-    /// Documents to skip, in id order.
+    /// Where the page starts: the `next_cursor` of the page before (opaque); the first
+    /// document when absent.
+    pub cursor: Option<String>,
+    /// Documents to skip (after `cursor`), in the index's own order.
     #[serde(default)]
     pub offset: usize,
     /// Documents to list (1 to [`MAX_LIST_LIMIT`]).
@@ -446,11 +449,9 @@ pub async fn put_documents(
     if documents.is_empty() {
         return Err(ApiError::bad_request("no documents in the body"));
     }
-    let shared = state.clone();
     let (results, info) = state
         .gate
-        .run_admitted(admission, move || {
-            let mut writer = shared.writer()?;
+        .run_write(admission, state.lock_writer(), move |mut writer| {
             let results: Vec<(String, AddOutcome)> = documents
                 .into_iter()
                 .map(|d| (d.id.clone(), writer.writer().add(d)))
@@ -520,11 +521,10 @@ pub async fn delete_document(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let shared = state.clone();
+    let admission = state.gate.admit(0)?;
     let out = state
         .gate
-        .run(move || {
-            let mut writer = shared.writer()?;
+        .run_write(admission, state.lock_writer(), move |mut writer| {
             if !writer.writer().remove(&id) {
                 return Err(ApiError::not_found(format!("no document `{id}`")));
             }
@@ -540,8 +540,9 @@ pub async fn get_document(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let out = blocking(move || {
-        let pipeline = state.pipeline();
+    let shared = state.clone();
+    let out = state.gate.run(move || {
+        let pipeline = shared.pipeline();
         let doc = pipeline
             .index()
             .document(&id)
@@ -560,43 +561,60 @@ pub async fn get_document(
     Ok(Json(out))
 }
 
-/// `GET /v1/documents?offset=0&limit=100`: one page of the documents in id order (byte-wise, so
-/// stable between requests), each with its title, date, passage count and character count (Unicode
-/// code points, as offsets count), and the `total` in the snapshot read.
+/// `GET /v1/documents?limit=100&cursor=...`: one page of the documents in the index's own order
+/// (segments oldest first, documents in the order they were added; see
+/// [`lector_index::Index::documents_page`]), each with its title, date, passage count and
+/// character count (Unicode code points, as offsets count), the `total` in the snapshot read,
+/// and `next_cursor`, where the next page starts (`null` after the last page). The work is the
+/// page, never the whole index: nothing is sorted or collected per request.
 pub async fn list_documents(
     State(state): State<Arc<AppState>>,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let Query(ListParams { offset, limit }) = params?;
+    let Query(ListParams {
+        cursor,
+        offset,
+        limit,
+    }) = params?;
     if !(1..=MAX_LIST_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!(
             "limit must be between 1 and {MAX_LIST_LIMIT}"
         )));
     }
-    let out = blocking(move || {
-        let pipeline = state.pipeline();
-        let index = pipeline.index();
-        let documents: Vec<Value> = index
-            .documents_by_id(offset, limit)
-            .into_iter()
-            .map(|doc| {
-                json!({
-                    "id": doc.id,
-                    "title": doc.title,
-                    "date": doc.date,
-                    "passage_count": doc.passages.len(),
-                    "char_count": doc.text.chars().count(),
-                })
-            })
-            .collect();
-        Ok(json!({
-            "total": index.len(),
-            "offset": offset,
-            "limit": limit,
-            "generation": index.generation(),
-            "documents": documents,
-        }))
-    })
-    .await?;
+    let from = match cursor.as_deref() {
+        Some(text) => Some(DocumentCursor::decode(text).ok_or_else(|| {
+            ApiError::bad_request("`cursor` is not a cursor this server gave (`next_cursor`)")
+        })?),
+        None => None,
+    };
+    let shared = state.clone();
+    let out = state
+        .gate
+        .run(move || {
+            let pipeline = shared.pipeline();
+            let index = pipeline.index();
+            let page = index.documents_page(from.as_ref(), offset, limit);
+            let documents: Vec<Value> = page.documents.iter().map(listed).collect();
+            Ok(json!({
+                "total": index.len(),
+                "offset": offset,
+                "limit": limit,
+                "generation": index.generation(),
+                "documents": documents,
+                "next_cursor": page.next.map(|c| c.encode()),
+            }))
+        })
+        .await?;
     Ok(Json(out))
+}
+
+/// A document as `GET /v1/documents` lists it.
+fn listed(doc: &lector_index::DocumentRef) -> Value {
+    json!({
+        "id": doc.id,
+        "title": doc.title,
+        "date": doc.date,
+        "passage_count": doc.passages.len(),
+        "char_count": doc.text.chars().count(),
+    })
 }

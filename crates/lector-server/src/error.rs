@@ -91,6 +91,19 @@ impl ApiError {
             ),
         )
     }
+
+    /// 504 for a document write: it waited (for the writer or a worker) longer than the limit
+    /// and was cancelled before it started, so nothing of it was stored and it can be retried.
+    pub fn write_timeout(limit: Duration) -> Self {
+        Self::new(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!(
+                "the write waited longer than the limit of {} s (--timeout-secs) and was \
+                 cancelled before it started: nothing of it was stored, so it is safe to retry",
+                limit.as_secs_f64()
+            ),
+        )
+    }
 }
 
 impl ApiError {

@@ -6,7 +6,7 @@
 //! | `POST /v1/ask` | answer a question: answer or abstention, evidence, runner-ups, timings, token probabilities; with `"mode": "generative"` a generated answer with citations (JSON, or server-sent events with `"stream": true`) |
 //! | `POST /v1/chat/completions` | OpenAI-compatible chat completions with the server's generator, streamed with `"stream": true` |
 //! | `GET /v1/search` | ranked passages for `q` |
-//! | `GET /v1/documents` | the documents in id order, a page at a time (`offset`, `limit` up to 1000), with `total` |
+//! | `GET /v1/documents` | the documents in the index's own order, a page at a time (`limit` up to 1000, `cursor` from the last page's `next_cursor`, `offset`), with `total` |
 //! | `POST /v1/documents` | add or replace documents; answers after the commit is on disk |
 //! | `GET /v1/documents/{id}` | a stored document |
 //! | `DELETE /v1/documents/{id}` | remove a document; answers after the commit is on disk |

@@ -11,11 +11,18 @@
 //! its body cannot hold a slot for long), and its bytes stay reserved until the response, since
 //! the parsed request is about as large as the body.
 //!
-//! **Work.** Reading is synchronous CPU work, so an admitted request runs on tokio's blocking
-//! pool, at most [`Limits::max_running`] at a time, waiting for a worker at most
-//! [`Limits::timeout`] (504 past it, also when it then runs too long). The permits travel with
-//! the blocking work, so work whose client already got a 504 still counts until it ends: the
-//! limit bounds the CPU, not only the open connections.
+//! **Work.** Every route that does more than answer a constant (all but the pages, `/healthz`,
+//! `/metrics` and `/openapi.json`) runs its work behind the gate: reading, searching, listing
+//! documents, labelling (which reads the query log) and writing. The work is synchronous, so an
+//! admitted request runs on tokio's blocking pool, at most [`Limits::max_running`] at a time,
+//! waiting for a worker at most [`Limits::timeout`] (504 past it, also when it then runs too
+//! long). The permits travel with the blocking work, so work whose client already got a 504
+//! still counts until it ends: the limit bounds the CPU and the memory of work in flight, not
+//! only the open connections.
+//!
+//! **Writes** wait for the writer before they take a worker ([`Gate::run_write`]), so writes
+//! queued behind a long commit hold no worker that reads could use; and a write answered 504
+//! was not applied (it had not started), while one that started answers with its outcome.
 //!
 //! **Connections.** At most [`Limits::max_connections`] are open at once, and each request's
 //! head must arrive within [`Limits::header_timeout`] ([`crate::conn`]); further clients wait in
@@ -24,6 +31,8 @@
 use crate::body::{Body, BodyGauge};
 use crate::error::ApiError;
 use axum::extract::Request;
+use std::future::Future;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -248,22 +257,80 @@ impl Gate {
             Ok(Ok(result)) => result,
         }
     }
+
+    /// Runs an admitted write: waits for `lock` (the writer, one write at a time) and then for
+    /// a worker, both without holding a worker and within the timeout, then runs `work` with
+    /// what `lock` gave. A write whose client got 504 changed nothing: it is answered 504 only
+    /// while it has not started, and once started it can no longer be cancelled, so its
+    /// client waits for its outcome past the timeout (see [`ApiError::write_timeout`]).
+    pub async fn run_write<L, T, F>(
+        &self,
+        admitted: Admission,
+        lock: impl Future<Output = Result<L, ApiError>>,
+        work: F,
+    ) -> Result<T, ApiError>
+    where
+        L: Send + 'static,
+        T: Send + 'static,
+        F: FnOnce(L) -> Result<T, ApiError> + Send + 'static,
+    {
+        let limit = self.limits.timeout;
+        let deadline = Instant::now() + limit;
+        let locked = timeout_at(deadline, lock)
+            .await
+            .map_err(|_| ApiError::write_timeout(limit))??;
+        let worker = timeout_at(deadline, self.running.clone().acquire_owned())
+            .await
+            .map_err(|_| ApiError::write_timeout(limit))?
+            .expect("the semaphore is never closed");
+        let start = Arc::new(WriteStart::default());
+        let started = start.clone();
+        let mut task = tokio::task::spawn_blocking(move || {
+            let _permits = (admitted, worker);
+            // Dropping `locked` unused releases the writer: the client already got its 504.
+            started
+                .begin()
+                .ok_or_else(|| ApiError::write_timeout(limit))?;
+            work(locked)
+        });
+        let joined = match timeout_at(deadline, &mut task).await {
+            Ok(joined) => joined,
+            Err(_) if start.abandon() => return Err(ApiError::write_timeout(limit)),
+            Err(_) => task.await,
+        };
+        joined.map_err(|panic| ApiError::internal(format!("the request failed: {panic}")))?
+    }
+}
+
+/// Whether a write started (and may then commit) or was abandoned by its timed-out client:
+/// whichever comes first wins, so a 504 and a commit never both happen.
+#[derive(Default)]
+struct WriteStart(AtomicU8);
+
+const WAITING: u8 = 0;
+const STARTED: u8 = 1;
+const ABANDONED: u8 = 2;
+
+impl WriteStart {
+    /// Marks the write started; `None` when its client was already answered 504.
+    fn begin(&self) -> Option<()> {
+        self.0
+            .compare_exchange(WAITING, STARTED, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(drop)
+    }
+
+    /// Abandons a write that has not started; false when it has.
+    fn abandon(&self) -> bool {
+        self.0
+            .compare_exchange(WAITING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
 }
 
 /// `bytes` in KiB, rounded up, as semaphore permits.
 fn kib(bytes: usize) -> u32 {
     u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
-}
-
-/// Runs short blocking work (a lookup that may wait for the index lock) off the async threads.
-pub async fn blocking<T, F>(work: F) -> Result<T, ApiError>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|panic| ApiError::internal(format!("the request failed: {panic}")))?
 }
 
 #[cfg(test)]
@@ -335,6 +402,61 @@ mod tests {
         });
         assert_eq!(gate.limits().max_buffered_bytes, 4096);
         assert!(gate.admit(4096).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_write_that_waits_past_the_timeout_is_cancelled_unstarted() {
+        let gate = gate(1, 4, 100);
+        let ran = Arc::new(AtomicU8::new(0));
+        let write = |ran: Arc<AtomicU8>| {
+            move |()| {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        };
+        // The writer never comes free.
+        let never = std::future::pending::<Result<(), ApiError>>();
+        let admitted = gate.admit(0).unwrap();
+        let err = gate
+            .run_write(admitted, never, write(ran.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.status, StatusCode::GATEWAY_TIMEOUT);
+        assert!(
+            err.message.contains("nothing of it was stored"),
+            "{}",
+            err.message
+        );
+        // The writer is free but the only worker is busy past the deadline.
+        let busy = tokio::spawn({
+            let gate = gate.clone();
+            async move { gate.run(sleeper(300)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let admitted = gate.admit(0).unwrap();
+        let err = gate
+            .run_write(admitted, async { Ok(()) }, write(ran.clone()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.status, StatusCode::GATEWAY_TIMEOUT);
+        // The busy work (answered 504 itself) ends at 300 ms.
+        let _ = busy.await;
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "a write answered 504 ran");
+        assert_eq!((gate.running(), gate.queued()), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_write_that_started_answers_with_its_outcome_past_the_timeout() {
+        let gate = gate(1, 4, 100);
+        let admitted = gate.admit(0).unwrap();
+        let out = gate
+            .run_write(admitted, async { Ok(()) }, |()| {
+                std::thread::sleep(Duration::from_millis(300));
+                Ok(7)
+            })
+            .await;
+        assert_eq!(out.unwrap(), 7);
     }
 
     #[tokio::test]

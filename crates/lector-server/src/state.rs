@@ -22,7 +22,8 @@ use lector_pipeline::Pipeline;
 use lector_querylog::{Entry, QueryLog};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
+use tokio::sync::OwnedMutexGuard;
 
 /// How the server is set up (everything but the socket).
 #[derive(Clone)]
@@ -65,8 +66,9 @@ impl Config {
 pub struct AppState {
     /// The snapshot asks and searches read; the lock guards only the pointer, never a read.
     pipeline: RwLock<Arc<Pipeline>>,
-    /// The single writer of the index; `None` when serving read-only, or after shutdown.
-    writer: Mutex<Option<IndexWriter>>,
+    /// The single writer of the index; `None` when serving read-only, or after shutdown. An
+    /// async lock, so that writes wait for it without holding a worker ([`Self::lock_writer`]).
+    writer: Arc<tokio::sync::Mutex<Option<IndexWriter>>>,
     /// The index's embedder (dense indexes): embeds queries and new passages.
     embedder: Option<Arc<dyn Embedder>>,
     /// The language model of generative asks and chat completions; `None`: those get 501.
@@ -114,8 +116,8 @@ impl AppState {
         }
         let state = AppState {
             read_only: writer.is_none(),
-            pipeline: RwLock::new(Arc::new(pipeline)),
-            writer: Mutex::new(writer),
+            pipeline: RwLock::new(Arc::new(with_titles(pipeline))),
+            writer: Arc::new(tokio::sync::Mutex::new(writer)),
             embedder,
             generator: None,
             gate: Gate::new(config.limits),
@@ -194,17 +196,34 @@ impl AppState {
         Ok(())
     }
 
-    /// The writer, locked (one write at a time); 403 when serving read-only, 503 after shutdown.
-    pub fn writer(self: &Arc<Self>) -> Result<WriterGuard<'_>, ApiError> {
+    /// The writer, locked (one write at a time), waiting for it on this thread (not from
+    /// async code: see [`Self::lock_writer`]); 403 when serving read-only, 503 after shutdown.
+    pub fn writer(self: &Arc<Self>) -> Result<WriterGuard, ApiError> {
         self.check_writable()?;
-        let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        self.guarded(self.writer.clone().blocking_lock_owned())
+    }
+
+    /// [`Self::writer`], waited for asynchronously: a write queued behind another holds no
+    /// thread meanwhile.
+    pub async fn lock_writer(self: &Arc<Self>) -> Result<WriterGuard, ApiError> {
+        self.check_writable()?;
+        self.guarded(self.writer.clone().lock_owned().await)
+    }
+
+    fn guarded(
+        self: &Arc<Self>,
+        guard: OwnedMutexGuard<Option<IndexWriter>>,
+    ) -> Result<WriterGuard, ApiError> {
         if guard.is_none() {
             return Err(ApiError::new(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 "the server is shutting down",
             ));
         }
-        Ok(WriterGuard { guard, state: self })
+        Ok(WriterGuard {
+            guard,
+            state: self.clone(),
+        })
     }
 
     /// Gauges for the metrics.
@@ -255,7 +274,7 @@ impl AppState {
         if let Some(log) = &self.query_log {
             log.close();
         }
-        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.writer.blocking_lock();
         match guard.take() {
             Some(mut writer) => writer.commit().map(Some),
             None => Ok(None),
@@ -274,7 +293,7 @@ impl AppState {
     fn run_merges(&self, mut job: MergeJob) {
         loop {
             let merged = job.run();
-            let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let mut guard = self.writer.blocking_lock();
             let Some(writer) = guard.as_mut() else {
                 return;
             };
@@ -302,11 +321,12 @@ impl AppState {
         true
     }
 
-    /// Serves `index` (a new commit) from now on: the next pipeline is built outside the lock,
-    /// then swapped in; asks already running finish on the snapshot they hold.
+    /// Serves `index` (a new commit) from now on: the next pipeline, with its title index,
+    /// is built outside the lock, then swapped in; asks already running finish on the snapshot
+    /// they hold.
     fn publish(&self, index: Index) {
         let stats = index.stats();
-        let next = Arc::new(self.pipeline().with_index(index));
+        let next = Arc::new(with_titles(self.pipeline().with_index(index)));
         let previous = std::mem::replace(
             &mut *self.pipeline.write().unwrap_or_else(|e| e.into_inner()),
             next,
@@ -331,12 +351,19 @@ fn prepare(
 }
 
 /// The locked writer. [`WriterGuard::commit`] makes staged changes durable and visible.
-pub struct WriterGuard<'a> {
-    guard: MutexGuard<'a, Option<IndexWriter>>,
-    state: &'a Arc<AppState>,
+pub struct WriterGuard {
+    guard: OwnedMutexGuard<Option<IndexWriter>>,
+    state: Arc<AppState>,
 }
 
-impl WriterGuard<'_> {
+impl WriterGuard {
+/// `pipeline` with its title index built, so that no multi-hop ask builds it inside a request
+/// (it is built with every snapshot, at startup and after each commit or merge).
+fn with_titles(pipeline: Pipeline) -> Pipeline {
+    pipeline.titles();
+    pipeline
+}
+
     /// The writer.
     pub fn writer(&mut self) -> &mut IndexWriter {
         self.guard.as_mut().expect("checked when locked")
@@ -378,13 +405,14 @@ impl WriterGuard<'_> {
             Ok(_) => send.send(job).expect("the merge thread waits for its job"),
             Err(err) => {
                 eprintln!("warning: cannot start a merge thread ({err}): merging now");
-                self.state.finish_merge(self.writer(), job.run());
+                let state = self.state.clone();
+                state.finish_merge(self.writer(), job.run());
             }
         }
     }
 }
 
-impl WriterGuard<'_> {
+impl WriterGuard {
     /// Replaces the writer by a fresh one at the last commit; without one (the index cannot be
     /// opened), later writes get 503.
     fn reopen(&mut self) {

@@ -160,19 +160,15 @@ impl<'a> Queue<'a> {
 
 /// The asks of `entries` (the log, oldest first) still to label after `labels` (the last label
 /// of each request id, oldest first), ordered by `sample`.
-pub fn order<'a>(entries: &'a [Entry], labels: &[&Label], sample: Sample) -> Queue<'a> {
+pub fn order<'a, I>(entries: I, labels: &[&Label], sample: Sample) -> Queue<'a>
+where
+    I: IntoIterator<Item = &'a Entry>,
+    I::IntoIter: Clone,
+{
+    let entries = entries.into_iter();
     let done = Decisions::of(labels);
-    let down = down_votes(entries);
-    let mut asks: Vec<(usize, &AskRecord)> = entries
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| match e {
-            Entry::Ask(ask) => Some((i, ask)),
-            Entry::Feedback(_) => None,
-        })
-        .filter(|(_, ask)| !done.decided(ask) && !ask.question.trim().is_empty())
-        .collect();
-    let key = |&(position, ask): &(usize, &AskRecord)| SortKey {
+    let down = down_votes(entries.clone());
+    let key = |position: usize, ask: &AskRecord| SortKey {
         down: match sample {
             Sample::DownVoted => down.get(ask.request_id.as_str()).copied(),
             _ => None,
@@ -184,15 +180,30 @@ pub fn order<'a>(entries: &'a [Entry], labels: &[&Label], sample: Sample) -> Que
         margin: margin(ask),
         position,
     };
-    asks.sort_by(|a, b| key(a).cmp(&key(b)));
+    // Each ask's key and normalised question are made once, not at every comparison.
+    let mut asks: Vec<(SortKey, String, &AskRecord)> = entries
+        .enumerate()
+        .filter_map(|(position, e)| match e {
+            Entry::Ask(ask) if !ask.question.trim().is_empty() => Some((position, ask)),
+            _ => None,
+        })
+        .filter_map(|(position, ask)| {
+            let question = normalise_question(&ask.question);
+            let open = !done.decided(ask, &question);
+            open.then(|| (key(position, ask), question, ask))
+        })
+        .collect();
+    asks.sort_by(|a, b| a.0.cmp(&b.0));
     let mut seen = HashSet::new();
     let mut queue = Queue::default();
     let mut skipped = Vec::new();
-    for (_, ask) in asks {
-        let question = normalise_question(&ask.question);
-        match done.skipped.get(&question) {
-            _ if !seen.insert(question.clone()) => {}
-            Some(&rank) => skipped.push((rank, ask)),
+    for (_, question, ask) in asks {
+        let skip = done.skipped.get(&question).copied();
+        if !seen.insert(question) {
+            continue;
+        }
+        match skip {
+            Some(rank) => skipped.push((rank, ask)),
             None => queue.fresh.push(ask),
         }
     }
@@ -232,16 +243,16 @@ impl Decisions {
         decisions
     }
 
-    fn decided(&self, ask: &AskRecord) -> bool {
-        self.ids.contains(&ask.request_id)
-            || self.questions.contains(&normalise_question(&ask.question))
+    /// Whether `ask`, whose normalised question is `question`, is labelled.
+    fn decided(&self, ask: &AskRecord, question: &str) -> bool {
+        self.ids.contains(&ask.request_id) || self.questions.contains(question)
     }
 }
 
 /// Request ids voted down, with the log position of their last down vote.
-fn down_votes(entries: &[Entry]) -> HashMap<&str, usize> {
+fn down_votes<'a>(entries: impl Iterator<Item = &'a Entry>) -> HashMap<&'a str, usize> {
     let mut down = HashMap::new();
-    for (i, entry) in entries.iter().enumerate() {
+    for (i, entry) in entries.enumerate() {
         if let Entry::Feedback(f) = entry {
             if f.verdict == Verdict::Down {
                 down.insert(f.request_id.as_str(), i);

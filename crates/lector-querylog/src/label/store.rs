@@ -10,7 +10,7 @@ use crate::record::parse_json_lines;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// The file name of the labels in the log directory.
@@ -86,8 +86,8 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LabelError + '_ {
 /// A torn last line is skipped; any other line that does not parse is an error naming it.
 pub fn read_labels(dir: &Path) -> Result<Vec<Label>, LabelError> {
     let path = dir.join(LABELS_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Ok(parse_json_lines(&path, &text)?.0),
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(parse_json_lines(&path, &bytes)?.0),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(io_error(&path)(e)),
     }
@@ -150,12 +150,13 @@ impl LabelStore {
             .create(true)
             .open(&path)
             .map_err(io_error(&path))?;
-        let text = std::io::read_to_string(&mut file).map_err(io_error(&path))?;
+        let mut text = Vec::new();
+        file.read_to_end(&mut text).map_err(io_error(&path))?;
         let (labels, mut complete) = parse_json_lines(&path, &text)?;
         if complete < text.len() {
             file.set_len(complete as u64).map_err(io_error(&path))?;
             file.sync_data().map_err(io_error(&path))?;
-        } else if !text.is_empty() && !text.ends_with('\n') {
+        } else if !text.is_empty() && !text.ends_with(b"\n") {
             // A whole label without its newline (written by hand): end its line.
             file.write_all(b"\n")
                 .and_then(|()| file.sync_data())
@@ -316,6 +317,22 @@ mod tests {
         assert_eq!(
             ids(&read.iter().collect::<Vec<_>>()),
             [
+    #[test]
+    fn a_torn_last_line_cut_inside_a_character_is_cut_off_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LABELS_FILE);
+        let whole = serde_json::to_string(&label("a", LabelVerdict::Skip)).unwrap() + "\n";
+        let mut bytes = whole.clone().into_bytes();
+        bytes.extend_from_slice("{\"question\":\"Zürich".as_bytes());
+        bytes.truncate(bytes.len() - 5); // inside the two bytes of "ü"
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_labels(dir.path()).unwrap().len(), 1);
+        let mut store = LabelStore::open(dir.path()).unwrap();
+        store.append(label("b", LabelVerdict::Skip)).unwrap();
+        assert_eq!(read_labels(dir.path()).unwrap().len(), 2);
+        assert!(std::fs::read_to_string(&path).unwrap().starts_with(&whole));
+    }
+
                 ("a".into(), LabelVerdict::Skip),
                 ("b".into(), LabelVerdict::Unanswerable)
             ]

@@ -2,11 +2,13 @@
 //!
 //! Each log directory has one [`Labelling`] per process (a registry keyed by the directory),
 //! holding the open label store behind a lock, so labels from concurrent requests are appended
-//! one at a time, and the parsed query log, read again only when a log file's size changes.
+//! one at a time, and the parsed query log, which each request brings up to date by parsing only
+//! what was logged since ([`LogReader`]). Both routes run behind the admission gate like
+//! every route with work ([`crate::limit`]): a request's working set (the queue of asks left to
+//! label) grows with the log, so at most `max_running` of them are in memory at once.
 
 use crate::api::parse_json;
 use crate::error::ApiError;
-use crate::limit::blocking;
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, Request, State};
@@ -17,8 +19,7 @@ use lector_index::Index;
 use lector_querylog::label::{
     char_slice, margin, order, Label, LabelCounts, LabelStore, LabelVerdict, Sample,
 };
-use lector_querylog::record::log_files;
-use lector_querylog::{read_log, AskRecord, Entry, LoggedPassage, Verdict};
+use lector_querylog::{AskRecord, Entry, LogEntries, LogReader, LoggedPassage, Verdict};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -63,7 +64,11 @@ pub async fn next(
     let Query(params) = params?;
     let name = params.sample.as_deref().unwrap_or("uncertain");
     let sample = Sample::parse(name, params.seed).map_err(ApiError::bad_request)?;
-    let out = blocking(move || labelling.next(&state, sample)).await?;
+    let shared = state.clone();
+    let out = state
+        .gate
+        .run(move || labelling.next(&shared, sample))
+        .await?;
     Ok(Json(out))
 }
 
@@ -92,11 +97,11 @@ pub async fn save(
     let (admission, body) = state.gate.admit_and_read(request, MAX_LABEL_BYTES).await?;
     let request: LabelRequest = parse_json(&body)?;
     drop(body);
-    let out = blocking(move || {
-        let _admission = admission;
-        labelling.save(&state, request)
-    })
-    .await?;
+    let shared = state.clone();
+    let out = state
+        .gate
+        .run_admitted(admission, move || labelling.save(&shared, request))
+        .await?;
     Ok((StatusCode::CREATED, Json(out)))
 }
 
@@ -105,23 +110,16 @@ pub struct Labelling {
     dir: PathBuf,
     /// Opened at first use (loading the labels written before).
     store: Mutex<Option<LabelStore>>,
-    log: Mutex<CachedLog>,
-}
-
-/// The parsed log and the sizes of its files when it was read.
-#[derive(Default)]
-struct CachedLog {
-    sizes: Vec<(PathBuf, u64)>,
-    entries: Arc<Vec<Entry>>,
+    log: Mutex<LogReader>,
 }
 
 impl Labelling {
     /// The labelling state of the log in `dir` (the store opens at first use).
     pub fn new(dir: PathBuf) -> Self {
         Labelling {
+            log: Mutex::new(LogReader::new(dir.clone())),
             dir,
             store: Mutex::new(None),
-            log: Mutex::new(CachedLog::default()),
         }
     }
 
@@ -133,33 +131,11 @@ impl Labelling {
             .ok_or_else(|| ApiError::not_found(NO_LOG))
     }
 
-    /// The log's entries, read again when a file was added, removed or grew.
-    fn entries(&self) -> Result<Arc<Vec<Entry>>, ApiError> {
-        let sizes = match log_files(&self.dir) {
-            Ok(files) => files
-                .into_iter()
-                .map(|f| {
-                    let size = std::fs::metadata(&f).map_or(0, |m| m.len());
-                    (f, size)
-                })
-                .collect(),
-            // No ask logged yet: the logger creates the directory with its first file.
-            Err(_) if !self.dir.exists() => Vec::new(),
-            Err(e) => return Err(ApiError::internal(e.to_string())),
-        };
-        let mut cache = lock(&self.log);
-        if cache.sizes != sizes {
-            let entries = if sizes.is_empty() {
-                Vec::new()
-            } else {
-                read_log(&self.dir).map_err(|e| ApiError::internal(e.to_string()))?
-            };
-            *cache = CachedLog {
-                sizes,
-                entries: Arc::new(entries),
-            };
-        }
-        Ok(cache.entries.clone())
+    /// The log's entries, brought up to date by parsing what was logged since the last call.
+    fn entries(&self) -> Result<LogEntries, ApiError> {
+        lock(&self.log)
+            .refresh()
+            .map_err(|e| ApiError::internal(e.to_string()))
     }
 
     /// Runs `work` with the store, opening it first if needed.
@@ -182,7 +158,7 @@ impl Labelling {
         let entries = self.entries()?;
         let labels = self.latest()?;
         let refs: Vec<&Label> = labels.iter().collect();
-        let queue = order(&entries, &refs, sample);
+        let queue = order(entries.iter(), &refs, sample);
         let mut out = match queue.next() {
             Some(ask) => {
                 let pipeline = state.pipeline();
@@ -206,11 +182,11 @@ impl Labelling {
         let entries = self.entries()?;
         let ask = entries
             .iter()
-            .rev()
-            .find_map(|e| match e {
+            .filter_map(|e| match e {
                 Entry::Ask(ask) if ask.request_id == request.request_id => Some(ask),
                 _ => None,
             })
+            .last()
             .ok_or_else(|| {
                 ApiError::bad_request(format!(
                     "no ask with request_id `{}` in the query log",
@@ -286,7 +262,7 @@ fn checked_label(index: &Index, ask: &AskRecord, request: LabelRequest) -> Resul
     Ok(label)
 }
 
-fn down_voted(entries: &[Entry], ask: &AskRecord) -> bool {
+fn down_voted(entries: &LogEntries, ask: &AskRecord) -> bool {
     entries.iter().any(|e| {
         matches!(e, Entry::Feedback(f) if f.request_id == ask.request_id && f.verdict == Verdict::Down)
     })

@@ -337,6 +337,13 @@ impl AppState {
     }
 }
 
+/// `pipeline` with its title index built, so that no multi-hop ask builds it inside a request
+/// (it is built with every snapshot, at startup and after each commit or merge).
+fn with_titles(pipeline: Pipeline) -> Pipeline {
+    pipeline.titles();
+    pipeline
+}
+
 /// Readies a writer for serving: the embedder of a dense index, and merges left to
 /// [`AppState::run_merges`].
 fn prepare(
@@ -357,13 +364,6 @@ pub struct WriterGuard {
 }
 
 impl WriterGuard {
-/// `pipeline` with its title index built, so that no multi-hop ask builds it inside a request
-/// (it is built with every snapshot, at startup and after each commit or merge).
-fn with_titles(pipeline: Pipeline) -> Pipeline {
-    pipeline.titles();
-    pipeline
-}
-
     /// The writer.
     pub fn writer(&mut self) -> &mut IndexWriter {
         self.guard.as_mut().expect("checked when locked")

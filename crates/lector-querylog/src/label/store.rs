@@ -317,6 +317,12 @@ mod tests {
         assert_eq!(
             ids(&read.iter().collect::<Vec<_>>()),
             [
+                ("a".into(), LabelVerdict::Skip),
+                ("b".into(), LabelVerdict::Unanswerable)
+            ]
+        );
+    }
+
     #[test]
     fn a_torn_last_line_cut_inside_a_character_is_cut_off_too() {
         let dir = tempfile::tempdir().unwrap();
@@ -331,12 +337,6 @@ mod tests {
         store.append(label("b", LabelVerdict::Skip)).unwrap();
         assert_eq!(read_labels(dir.path()).unwrap().len(), 2);
         assert!(std::fs::read_to_string(&path).unwrap().starts_with(&whole));
-    }
-
-                ("a".into(), LabelVerdict::Skip),
-                ("b".into(), LabelVerdict::Unanswerable)
-            ]
-        );
     }
 
     #[test]

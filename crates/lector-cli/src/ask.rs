@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 use lector_generate::grounded::{Layout, Passage, Reading};
 use lector_index::Index;
-use lector_pipeline::multihop::LlmDecomposer;
+use lector_pipeline::multihop::{Decomposition, LlmDecomposer};
 use lector_pipeline::{AskOptions, Built, Response};
 use lector_reader::{ReadParams, WindowProbabilities};
 use std::io::Write;
@@ -92,12 +92,10 @@ pub fn run(args: AskArgs) -> Result<()> {
         1 => pipeline.ask(&args.question, &options)?,
         _ => {
             let llm = match args.hops.decompose {
-                crate::hops::Decompose::Llm => {
-                    Some(LlmDecomposer::new(Arc::from(args.generator.load()?)))
-                }
+                Decomposition::Llm => Some(LlmDecomposer::new(Arc::from(args.generator.load()?))),
                 _ => None,
             };
-            let decomposer = crate::hops::decomposer(args.hops.decompose, llm.as_ref());
+            let decomposer = args.hops.decompose.decomposer(llm.as_ref());
             pipeline.ask_hops_with(&args.question, &options, &args.hops.options(), decomposer)?
         }
     };

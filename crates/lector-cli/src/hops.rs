@@ -3,9 +3,7 @@
 
 use crate::table::print_table;
 use clap::{Args, ValueEnum};
-use lector_pipeline::multihop::{
-    Decomposer, HopOptions, HopTrace, LlmDecomposer, PathWeights, RuleDecomposer, SecondHop,
-};
+use lector_pipeline::multihop::{Decomposition, HopOptions, HopTrace, PathWeights, SecondHop};
 
 #[derive(Args, Clone)]
 pub struct HopArgs {
@@ -36,24 +34,8 @@ pub struct HopArgs {
     /// "the N of E" phrase is asked first), `llm` (the generator of the
     /// --generator-model/--endpoint options writes them) or `none` (the passage pairs alone).
     /// Comparison and yes/no sub-questions always come from rules.
-    #[arg(long, value_enum, default_value_t = Decompose::Rules)]
-    pub decompose: Decompose,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Decompose {
-    Rules,
-    Llm,
-    None,
-}
-
-/// The pipeline's decomposer for a `--decompose` choice (`llm`: the loaded one).
-pub fn decomposer(choice: Decompose, llm: Option<&LlmDecomposer>) -> Option<&dyn Decomposer> {
-    match choice {
-        Decompose::Rules => Some(&RuleDecomposer),
-        Decompose::Llm => llm.map(|d| d as &dyn Decomposer),
-        Decompose::None => None,
-    }
+    #[arg(long, default_value = "rules", value_parser = str::parse::<Decomposition>)]
+    pub decompose: Decomposition,
 }
 
 /// Five non-negative weights, comma-separated, in `PathWeights`' order.

@@ -28,7 +28,9 @@ pub mod question;
 mod supporting;
 mod titles;
 
-pub use decompose::{parse_sub_questions, Decomposer, LlmDecomposer, RuleDecomposer};
+pub use decompose::{
+    parse_sub_questions, Decomposer, Decomposition, LlmDecomposer, RuleDecomposer,
+};
 pub use paths::PathWeights;
 pub use question::{Analysis, Order, QuestionKind};
 pub use supporting::supporting_facts;

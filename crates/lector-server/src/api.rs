@@ -17,6 +17,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
 use lector_index::{AddOutcome, Document, DocumentCursor, Mode, SearchOptions};
+use lector_pipeline::multihop::{Decomposition, LlmDecomposer};
 use lector_pipeline::{AskOptions, Response};
 use lector_querylog::{AskSettings, Entry};
 use lector_reader::ReadParams;
@@ -68,6 +69,10 @@ pub struct AskRequest {
     /// [`lector_pipeline::multihop`]); the response then carries the chain in `hops`.
     #[serde(default = "one")]
     pub hops: usize,
+    /// With `hops` 2: how bridge questions are split into sub-questions: `rules` [default],
+    /// `llm` (the server's generator writes them; 501 without one) or `none`.
+    #[serde(default)]
+    pub decompose: lector_pipeline::multihop::Decomposition,
     /// Add the reader's start/end probabilities over the answer's passage (one more reader
     /// pass over one passage).
     #[serde(default = "yes")]
@@ -339,7 +344,12 @@ fn answer(
                 hops,
                 ..lector_pipeline::HopOptions::default()
             };
-            pipeline.ask_hops(&request.question, options, &hops)?
+            let llm = match request.decompose {
+                Decomposition::Llm => Some(LlmDecomposer::new(state.generator()?)),
+                _ => None,
+            };
+            let decomposer = request.decompose.decomposer(llm.as_ref());
+            pipeline.ask_hops_with(&request.question, options, &hops, decomposer)?
         }
     };
     let mut out = to_json(&response)?;
@@ -541,23 +551,25 @@ pub async fn get_document(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let shared = state.clone();
-    let out = state.gate.run(move || {
-        let pipeline = shared.pipeline();
-        let doc = pipeline
-            .index()
-            .document(&id)
-            .ok_or_else(|| ApiError::not_found(format!("no document `{id}`")))?;
-        let metadata: Option<Value> = doc.metadata.and_then(|m| serde_json::from_str(m).ok());
-        Ok(json!({
-            "id": doc.id,
-            "title": doc.title,
-            "text": doc.text,
-            "date": doc.date,
-            "metadata": metadata,
-            "passages": doc.passages,
-        }))
-    })
-    .await?;
+    let out = state
+        .gate
+        .run(move || {
+            let pipeline = shared.pipeline();
+            let doc = pipeline
+                .index()
+                .document(&id)
+                .ok_or_else(|| ApiError::not_found(format!("no document `{id}`")))?;
+            let metadata: Option<Value> = doc.metadata.and_then(|m| serde_json::from_str(m).ok());
+            Ok(json!({
+                "id": doc.id,
+                "title": doc.title,
+                "text": doc.text,
+                "date": doc.date,
+                "metadata": metadata,
+                "passages": doc.passages,
+            }))
+        })
+        .await?;
     Ok(Json(out))
 }
 

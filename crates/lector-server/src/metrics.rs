@@ -90,6 +90,8 @@ struct Inner {
     feedback: BTreeMap<&'static str, u64>,
     /// stage -> seconds.
     stages: BTreeMap<&'static str, Histogram>,
+    /// Segment merges (done, failed or panicked).
+    merges: (u64, u64),
 }
 
 /// The request metrics of one server.
@@ -212,6 +214,15 @@ impl Metrics {
         inner.generated_tokens += tokens as u64;
     }
 
+    /// Records one segment merge that was listed (`done`) or failed (an error or a panic).
+    pub fn record_merge(&self, done: bool) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match done {
+            true => inner.merges.0 += 1,
+            false => inner.merges.1 += 1,
+        }
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn render(&self, gauges: Gauges) -> String {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -280,6 +291,21 @@ impl Metrics {
             out,
             "lector_generated_tokens_total {}",
             inner.generated_tokens
+        );
+        header(
+            &mut out,
+            "lector_segment_merges_total",
+            "counter",
+            "Segment merges run beside writes: done (listed) or failed (an error or a panic; the index is unchanged and the merge is planned again).",
+        );
+        let (done, failed) = inner.merges;
+        let _ = writeln!(
+            out,
+            "lector_segment_merges_total{{outcome=\"done\"}} {done}"
+        );
+        let _ = writeln!(
+            out,
+            "lector_segment_merges_total{{outcome=\"failed\"}} {failed}"
         );
         render_quality(&mut out, &inner, &gauges);
         gauge(

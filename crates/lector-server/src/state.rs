@@ -21,7 +21,7 @@ use lector_index::{
 use lector_pipeline::Pipeline;
 use lector_querylog::{Entry, QueryLog};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use tokio::sync::OwnedMutexGuard;
 
@@ -89,6 +89,10 @@ pub struct AppState {
     documents: AtomicUsize,
     passages: AtomicUsize,
     generation: AtomicU64,
+    /// The thread running merges, if one was started: shutdown waits for it.
+    merge_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Set by shutdown: a running merge finishes and lists its output, and plans no other.
+    stopping: AtomicBool,
 }
 
 impl AppState {
@@ -132,6 +136,8 @@ impl AppState {
             documents: AtomicUsize::new(0),
             passages: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
+            merge_thread: std::sync::Mutex::new(None),
+            stopping: AtomicBool::new(false),
         };
         state.note_size(&state.pipeline().index().stats());
         Ok(state)
@@ -274,6 +280,16 @@ impl AppState {
         if let Some(log) = &self.query_log {
             log.close();
         }
+        self.stopping.store(true, Ordering::SeqCst);
+        let merge_thread = self
+            .merge_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(thread) = merge_thread {
+            // Not under the writer lock: the merge takes it to list its output.
+            let _ = thread.join();
+        }
         let mut guard = self.writer.blocking_lock();
         match guard.take() {
             Some(mut writer) => writer.commit().map(Some),
@@ -288,7 +304,7 @@ impl AppState {
     }
 
     /// Runs `job` and the merges due after it, serving each finished one like a commit. Stops
-    /// when none is due, after shutdown (the unlisted output goes at the next open), or at an
+    /// when none is due, after shutdown (which waits for the merge running), or at an
     /// error (the index is intact; the next write plans the merge again).
     fn run_merges(&self, mut job: MergeJob) {
         loop {
@@ -297,7 +313,7 @@ impl AppState {
             let Some(writer) = guard.as_mut() else {
                 return;
             };
-            if !self.finish_merge(writer, merged) {
+            if !self.finish_merge(writer, merged) || self.stopping.load(Ordering::SeqCst) {
                 return;
             }
             match writer.next_merge() {
@@ -307,13 +323,17 @@ impl AppState {
         }
     }
 
-    /// Lists a finished merge and serves it; false when it failed (logged: the index is
-    /// unchanged, and the next write plans the merge again).
+    /// Lists a finished merge and serves it; false when it failed or panicked (logged and
+    /// counted in `/metrics`: the index is unchanged, and the next write plans the merge again).
     fn finish_merge(&self, writer: &mut IndexWriter, merged: MergedSegment) -> bool {
         match writer.finish_merge(merged) {
-            Ok(Some(_)) => self.publish(writer.committed().clone()),
+            Ok(Some(_)) => {
+                self.metrics.record_merge(true);
+                self.publish(writer.committed().clone());
+            }
             Ok(None) => {}
             Err(err) => {
+                self.metrics.record_merge(false);
                 eprintln!("warning: a segment merge failed, the index is unchanged: {err}");
                 return false;
             }
@@ -400,9 +420,22 @@ impl WriterGuard {
         let state = self.state.clone();
         let thread = std::thread::Builder::new()
             .name("lector-merge".into())
-            .spawn(move || receive.recv().map(|job| state.run_merges(job)));
+            .spawn(move || {
+                if let Ok(job) = receive.recv() {
+                    state.run_merges(job);
+                }
+            });
         match thread {
-            Ok(_) => send.send(job).expect("the merge thread waits for its job"),
+            Ok(thread) => {
+                send.send(job).expect("the merge thread waits for its job");
+                // The thread before it (if any) is past its last use of the writer, which this
+                // commit holds, and ends by itself.
+                *self
+                    .state
+                    .merge_thread
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(thread);
+            }
             Err(err) => {
                 eprintln!("warning: cannot start a merge thread ({err}): merging now");
                 let state = self.state.clone();

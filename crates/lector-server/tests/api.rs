@@ -105,14 +105,21 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
+impl Server {
+    /// Shuts the server down and waits until `serve` has returned.
+    fn stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -399,6 +406,43 @@ fn writes_merge_segments_in_the_background() {
     let answer = server.ask(json!({"question": "When was harbour crane 4 painted blue?"}));
     assert_eq!(answer["answer"]["text"], "1945");
     assert_eq!(server.get("/v1/documents/crane-0").0, 200);
+    let merges = |outcome| {
+        server.metric(&format!(
+            "lector_segment_merges_total{{outcome=\"{outcome}\"}} "
+        ))
+    };
+    assert_eq!((merges("done"), merges("failed")), (Some(1.0), Some(0.0)));
+}
+
+#[test]
+fn shutdown_waits_for_a_running_merge() {
+    let mut server = Server::default();
+    for n in 0..7 {
+        let doc = json!({"id": format!("crane-{n}"), "text": format!("Harbour crane {n} was painted blue in 19{n}5.")});
+        assert_eq!(server.post("/v1/documents", &doc.to_string()).0, 201);
+    }
+    // The seventh write made a merge due; shutting down now must let it finish (and list it)
+    // rather than return while it still writes into the directory.
+    server.stop();
+    let listing = || {
+        let mut names: Vec<String> = std::fs::read_dir(server.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("seg-"))
+            .collect();
+        names.sort();
+        names
+    };
+    let at_shutdown = listing();
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(listing(), at_shutdown, "nothing writes after shutdown");
+    assert_eq!(
+        at_shutdown.len(),
+        1,
+        "the merge was waited for and listed: {at_shutdown:?}"
+    );
+    let index = lector_index::Index::open(server.dir.path()).unwrap();
+    assert_eq!((index.len(), index.stats().segments), (17, 1));
 }
 
 fn error_free(body: &str) -> Value {

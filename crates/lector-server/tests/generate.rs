@@ -716,13 +716,30 @@ fn without_a_generator_generation_is_501() {
         .to_string();
     assert!(err.contains("status 501: "), "{err}");
     assert!(!err.contains("retries"), "{err}");
-    // Extractive asks are unaffected.
+    // Extractive asks are unaffected, but sub-questions written by a language model need one.
     let out = server.post_ok(
         "/v1/ask",
         &json!({"question": "Where does the okapi Ruth live?", "k": 2, "probabilities": false}),
     );
     assert_eq!(out["answer"]["text"], "Antwerp");
+    let reply = server.post(
+        "/v1/ask",
+        &json!({"question": BRIDGE_QUESTION, "hops": 2, "decompose": "llm"}),
+    );
+    assert_eq!(reply.status, 501, "{}", reply.body);
+    for decompose in ["rules", "none"] {
+        let ask = json!({"question": BRIDGE_QUESTION, "hops": 2, "decompose": decompose, "probabilities": false});
+        assert!(server.post_ok("/v1/ask", &ask)["hops"].is_object());
+    }
+    let reply = server.post(
+        "/v1/ask",
+        &json!({"question": BRIDGE_QUESTION, "hops": 2, "decompose": "magic"}),
+    );
+    assert_eq!(reply.status, 400, "{}", reply.body);
 }
+
+/// A bridge question over the sample (the zebra's keeper, then where they live).
+const BRIDGE_QUESTION: &str = "Where does the keeper of the zebra named Quagga live?";
 
 #[test]
 fn a_client_that_goes_away_stops_the_generation() {

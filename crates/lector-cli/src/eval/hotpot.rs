@@ -96,7 +96,7 @@ struct Row {
 }
 
 pub fn run(args: &HotpotArgs) -> Result<()> {
-    if args.hops.decompose == crate::hops::Decompose::Llm {
+    if args.hops.decompose == lector_pipeline::multihop::Decomposition::Llm {
         bail!("--decompose llm is for `lector ask` (a language model per question is too slow for a whole file here)");
     }
     let all = hotpot::read_dataset(&args.data)?;
@@ -220,7 +220,7 @@ fn ask_each(
         ..AskOptions::default()
     };
     let hops = args.hops.options();
-    let decomposer = crate::hops::decomposer(args.hops.decompose, None);
+    let decomposer = args.hops.decompose.decomposer(None);
     let bar = bar("questions");
     bar.set_length(questions.len() as u64);
     let mut responses = Vec::with_capacity(questions.len());

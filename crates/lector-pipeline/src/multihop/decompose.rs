@@ -19,6 +19,45 @@ pub trait Decomposer {
     }
 }
 
+/// Which decomposer a user asked for (`lector ask --decompose`, the API's `decompose`):
+/// `rules` [default], `llm` (a language model writes the sub-questions) or `none` (the passage
+/// pairs alone).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decomposition {
+    #[default]
+    Rules,
+    Llm,
+    None,
+}
+
+impl Decomposition {
+    /// The decomposer this choice names: `llm` must be the loaded language-model decomposer
+    /// when the choice is [`Decomposition::Llm`] (without one, the pairs alone).
+    pub fn decomposer(self, llm: Option<&LlmDecomposer>) -> Option<&dyn Decomposer> {
+        match self {
+            Decomposition::Rules => Some(&RuleDecomposer),
+            Decomposition::Llm => llm.map(|d| d as &dyn Decomposer),
+            Decomposition::None => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Decomposition {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "rules" => Ok(Decomposition::Rules),
+            "llm" => Ok(Decomposition::Llm),
+            "none" => Ok(Decomposition::None),
+            other => Err(format!(
+                "unknown decomposition `{other}`: use rules, llm or none"
+            )),
+        }
+    }
+}
+
 /// The default decomposer: the first "the N of E" phrase of a bridge question is asked first
 /// ([`question::bridge_sub_questions`]).
 pub struct RuleDecomposer;

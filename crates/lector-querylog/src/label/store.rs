@@ -210,13 +210,7 @@ impl LabelStore {
 
 /// Makes a new file's directory entry durable (the file's own fsync does not cover it).
 fn sync_dir(dir: &Path) -> Result<(), LabelError> {
-    #[cfg(unix)]
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error(dir))?;
-    #[cfg(not(unix))]
-    let _ = dir;
-    Ok(())
+    lector_index::sync_dir(dir).map_err(io_error(dir))
 }
 
 #[cfg(test)]

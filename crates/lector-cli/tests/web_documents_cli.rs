@@ -52,7 +52,11 @@ fn documents_are_listed_in_the_index_order_a_page_at_a_time_with_the_total() {
     let order = ids(&all);
     assert_eq!(order.len(), 12);
     // The sample's documents first, then the batch in the order it was sent.
-    assert_eq!(order[10..], ["zz-last", "aa-first"], "the index's own order");
+    assert_eq!(
+        order[10..],
+        ["zz-last", "aa-first"],
+        "the index's own order"
+    );
     assert!(all["next_cursor"].is_null(), "{all}");
     let last = &all["documents"][10];
     assert_eq!(last["id"], "zz-last");

@@ -45,9 +45,7 @@ pub mod tokenizer;
 pub use error::{Error, Result};
 pub use local::LocalGenerator;
 pub use openai::{OpenAiConfig, OpenAiGenerator};
-pub use options::{
-    Decoding, FinishReason, GenerateOptions, Generation, Timings, MAX_NEW_TOKENS,
-};
+pub use options::{Decoding, FinishReason, GenerateOptions, Generation, Timings, MAX_NEW_TOKENS};
 
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;

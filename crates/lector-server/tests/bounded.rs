@@ -6,11 +6,11 @@
 //! `labelling_memory.rs`, a process of its own.)
 mod common;
 
-use common::workspace;
+use common::{logged_ask, workspace};
 
 use lector_index::{Mode, SearchOptions};
 use lector_pipeline::Pipeline;
-use lector_querylog::{AskRecord, AskSettings, Entry, LogConfig, LoggedTimings};
+use lector_querylog::LogConfig;
 use lector_reader::Reader;
 use lector_server::{AppState, Config, Limits};
 use serde_json::{json, Value};
@@ -118,34 +118,6 @@ fn call(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
     let status = text[9..12].parse().unwrap();
     let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
     (status, body.to_string())
-}
-
-/// A logged extractive abstention.
-fn logged_ask(id: String, question: String) -> Entry {
-    Entry::Ask(AskRecord {
-        time: "2026-12-02T13:00:00.000Z".into(),
-        request_id: id,
-        question,
-        redacted: false,
-        settings: AskSettings {
-            mode: "extractive".into(),
-            retrieval: "bm25".into(),
-            k: 5,
-            hops: 1,
-            vote: false,
-            prefer_recent: false,
-            rank_prior: 1.0,
-        },
-        answer: None,
-        abstention: Some("below_threshold".into()),
-        na_prob: Some(0.9),
-        threshold: Some(0.5),
-        confidence: Some(0.1),
-        runner_ups: vec![],
-        passages: vec![],
-        unsupported: vec![],
-        timings: LoggedTimings::default(),
-    })
 }
 
 /// `text` for a URL path: every byte but letters and digits as `%XX`.

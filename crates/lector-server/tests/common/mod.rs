@@ -1,5 +1,5 @@
 //! Shared by the server tests: the repository root, a fresh index of the bundled sample, a
-//! calibration with a confidence map and the SmolLM2 generator.
+//! calibration with a confidence map, the SmolLM2 generator and a logged ask.
 #![allow(dead_code)]
 
 use lector_generate::LocalGenerator;
@@ -7,6 +7,7 @@ use lector_index::{IndexSettings, IndexWriter};
 use lector_ingest::{self as ingest, IngestOptions, Item};
 use lector_pipeline::calibration::{curve, fit_confidence, Judged, Method, Scored, Target};
 use lector_pipeline::Calibration;
+use lector_querylog::{AskRecord, AskSettings, Entry, LoggedTimings};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -73,4 +74,32 @@ pub fn platt_calibration() -> Calibration {
     .collect();
     calibration.confidence = Some(fit_confidence(Method::Platt, &answers).unwrap());
     calibration
+}
+
+/// A logged extractive abstention.
+pub fn logged_ask(id: String, question: String) -> Entry {
+    Entry::Ask(AskRecord {
+        time: "2026-12-02T13:00:00.000Z".into(),
+        request_id: id,
+        question,
+        redacted: false,
+        settings: AskSettings {
+            mode: "extractive".into(),
+            retrieval: "bm25".into(),
+            k: 5,
+            hops: 1,
+            vote: false,
+            prefer_recent: false,
+            rank_prior: 1.0,
+        },
+        answer: None,
+        abstention: Some("below_threshold".into()),
+        na_prob: Some(0.9),
+        threshold: Some(0.5),
+        confidence: Some(0.1),
+        runner_ups: vec![],
+        passages: vec![],
+        unsupported: vec![],
+        timings: LoggedTimings::default(),
+    })
 }

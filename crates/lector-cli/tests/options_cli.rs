@@ -69,6 +69,28 @@ fn impossible_numbers_are_refused_with_the_option_named() {
 /// silently), not panic in `println!`.
 #[cfg(unix)]
 #[test]
+fn models_pull_offers_no_hub_download_it_cannot_do() {
+    // `--hub` only ever failed ("no hub client") while its help said it fetched: gone until the
+    // real client exists.
+    let help = Command::new(env!("CARGO_BIN_EXE_lector"))
+        .args(["models", "pull", "--help"])
+        .output()
+        .expect("lector runs");
+    let help = String::from_utf8_lossy(&help.stdout).to_lowercase();
+    assert!(!help.contains("hub"), "{help}");
+    refused(
+        &[
+            "models",
+            "pull",
+            "reader",
+            "--hub",
+            "deepset/roberta-base-squad2",
+        ],
+        "unexpected argument '--hub'",
+    );
+}
+
+#[test]
 fn a_closed_stdout_ends_lector_quietly() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;

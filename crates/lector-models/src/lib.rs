@@ -22,7 +22,6 @@ mod distilbert;
 pub mod embed;
 mod encoder;
 pub mod error;
-pub mod hub;
 mod kernels;
 mod layers;
 mod matmul;

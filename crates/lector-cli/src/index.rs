@@ -24,6 +24,10 @@ pub enum IndexCommand {
     Stats(StatsArgs),
     /// Remove documents by id.
     Rm(RmArgs),
+    /// Combine indexes built apart (shards of one corpus) into one, copying their segments and
+    /// passage vectors: nothing is re-analysed or re-embedded, and the result ranks as one index
+    /// built from all their documents. Ids must be unique across them; one commit.
+    Merge(MergeArgs),
 }
 
 /// Where the index lives.
@@ -111,11 +115,22 @@ pub struct RmArgs {
     dir: IndexDir,
 }
 
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The indexes to combine (left as they are).
+    #[arg(required = true)]
+    shards: Vec<PathBuf>,
+    /// The combined index: created with the shards' settings, or an existing index to add them to.
+    #[arg(long)]
+    out: PathBuf,
+}
+
 pub fn run(cmd: IndexCommand) -> Result<()> {
     match cmd {
         IndexCommand::Add(args) => add(args),
         IndexCommand::Stats(args) => stats(args),
         IndexCommand::Rm(args) => rm(args),
+        IndexCommand::Merge(args) => merge(args),
     }
 }
 
@@ -382,6 +397,25 @@ fn rm(args: RmArgs) -> Result<()> {
         args.ids.len() - missing.len(),
         dir.display(),
         info.documents,
+        info.generation
+    );
+    Ok(())
+}
+
+fn merge(args: MergeArgs) -> Result<()> {
+    let first = Index::open(&args.shards[0])
+        .with_context(|| format!("cannot read shard {}", args.shards[0].display()))?;
+    let mut writer = IndexWriter::open_or_create(&args.out, first.settings())
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    let info = writer
+        .add_indexes(&args.shards)
+        .with_context(|| format!("cannot merge into {}", args.out.display()))?;
+    println!(
+        "merged {} indexes; index {}: {} documents, {} segments (generation {})",
+        args.shards.len(),
+        args.out.display(),
+        info.documents,
+        info.segments,
         info.generation
     );
     Ok(())

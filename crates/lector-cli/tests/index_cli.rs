@@ -685,3 +685,65 @@ fn eval_retrieval_reranks_the_head_and_keeps_the_tail() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("--rerank needs --index"));
 }
+
+#[test]
+fn index_merge_combines_shards_into_what_one_process_builds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let corpus = std::fs::read_to_string(data("beir/scifact/corpus.jsonl")).unwrap();
+    let lines: Vec<&str> = corpus.lines().take(200).collect();
+    let (a, b) = (tmp.path().join("a.jsonl"), tmp.path().join("b.jsonl"));
+    std::fs::write(&a, lines[..100].join("\n")).unwrap();
+    std::fs::write(&b, lines[100..].join("\n")).unwrap();
+    let path = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    let add = |files: &[&PathBuf], index: &str| {
+        let mut args = vec!["index", "add"];
+        args.extend(files.iter().map(|f| f.to_str().unwrap()));
+        args.extend(["--index", index]);
+        let out = lector(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    add(&[&a, &b], &path("single"));
+    add(&[&a], &path("shard-a"));
+    add(&[&b], &path("shard-b"));
+    let out = lector(&[
+        "index",
+        "merge",
+        &path("shard-a"),
+        &path("shard-b"),
+        "--out",
+        &path("merged"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("200 documents"),
+        "{}",
+        text(&out.stdout)
+    );
+    let hits = |index: &str| -> Vec<Value> {
+        let out = lector(&[
+            "search",
+            "cancer risk in children",
+            "--index",
+            index,
+            "--json",
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["hits"].as_array().unwrap().clone()
+    };
+    let (merged, single) = (hits(&path("merged")), hits(&path("single")));
+    assert_eq!(merged.len(), 10);
+    for (m, s) in merged.iter().zip(&single) {
+        assert_eq!((&m["doc_id"], &m["passage"]), (&s["doc_id"], &s["passage"]));
+        let (x, y) = (m["score"].as_f64().unwrap(), s["score"].as_f64().unwrap());
+        assert!((x - y).abs() <= 1e-6, "{x} {y}");
+    }
+    // Merging a shard again would duplicate its ids: refused, the merged index unchanged.
+    let out = lector(&["index", "merge", &path("shard-a"), "--out", &path("merged")]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("shards must not share ids"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -38,6 +38,7 @@ mod add;
 pub mod analysis;
 pub mod bm25;
 mod codec;
+mod combine;
 #[cfg(test)]
 mod crash_test;
 mod dense;

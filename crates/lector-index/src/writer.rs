@@ -321,7 +321,7 @@ impl IndexWriter {
 
     /// Commits the staged changes, without merging.
     fn commit_staged(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<()> {
-        if self.pending_ids.is_empty() && self.removed.is_empty() && !self.needs_vectors() {
+        if self.staged_nothing() {
             return Ok(());
         }
         let dense = self.dense_meta()?;
@@ -383,7 +383,7 @@ impl IndexWriter {
     }
 
     /// The last commit's segments with their metadata.
-    fn committed_parts(&self) -> Vec<(SegmentMeta, LiveSegment)> {
+    pub(crate) fn committed_parts(&self) -> Vec<(SegmentMeta, LiveSegment)> {
         let metas = self.index.manifest.segments.iter().cloned();
         metas.zip(self.index.segments.iter().cloned()).collect()
     }
@@ -449,7 +449,28 @@ impl IndexWriter {
         Ok(())
     }
 
-    fn info(&self) -> CommitInfo {
+    /// Whether nothing is staged (nor waiting for vectors).
+    pub(crate) fn staged_nothing(&self) -> bool {
+        self.pending_ids.is_empty() && self.removed.is_empty() && !self.needs_vectors()
+    }
+
+    /// Commits `manifest`, whose segments are `parts` (written durably already).
+    pub(crate) fn publish_manifest(
+        &mut self,
+        manifest: Manifest,
+        parts: Vec<(SegmentMeta, LiveSegment)>,
+    ) -> Result<()> {
+        let dir = self.index.dir().to_path_buf();
+        self.publish(&dir, manifest, parts)
+    }
+
+    /// Copies the file `from` to `to` (in this index's directory) durably.
+    pub(crate) fn copy_file(&self, from: &Path, to: &Path) -> Result<()> {
+        let bytes = self.files.read(from).map_err(io(from))?;
+        crate::file_layer::write_durably_with(&*self.files, to, &bytes).map_err(io(to))
+    }
+
+    pub(crate) fn info(&self) -> CommitInfo {
         CommitInfo {
             generation: self.index.generation(),
             documents: self.index.len(),

@@ -366,3 +366,65 @@ fn a_merge_extends_the_graph_of_its_largest_input() {
         );
     }
 }
+
+#[test]
+fn dense_shards_added_whole_keep_their_vectors_and_rank_as_one_index() {
+    let docs = scifact(24);
+    let embedder = embedder();
+    let dense = |dir: &std::path::Path, docs: &[Document]| {
+        let mut writer = IndexWriter::open_or_create(dir, IndexSettings::default()).unwrap();
+        writer.set_embedder(embedder.clone()).unwrap();
+        for doc in docs {
+            writer.add(doc.clone());
+        }
+        writer.commit().unwrap();
+    };
+    let shards: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    for (shard, part) in shards.iter().zip(docs.chunks(12)) {
+        dense(shard.path(), part);
+    }
+    let single_dir = tempfile::tempdir().unwrap();
+    dense(single_dir.path(), &docs);
+    let embedded = embedder.texts.load(Ordering::SeqCst);
+    // The combined index takes the shards' vectors: no embedder, nothing re-embedded.
+    let combined_dir = tempfile::tempdir().unwrap();
+    let mut writer =
+        IndexWriter::open_or_create(combined_dir.path(), IndexSettings::default()).unwrap();
+    let sources: Vec<PathBuf> = shards.iter().map(|s| s.path().to_path_buf()).collect();
+    writer.add_indexes(&sources).unwrap();
+    assert!(writer.is_dense());
+    drop(writer);
+    let (combined, single) = (
+        Index::open(combined_dir.path()).unwrap(),
+        Index::open(single_dir.path()).unwrap(),
+    );
+    for query in ["cancer risk in children", "vitamin D deficiency"] {
+        for mode in [Mode::Dense, Mode::Hybrid] {
+            assert_eq!(
+                search(&combined, &embedder, mode, true, query),
+                search(&single, &embedder, mode, true, query),
+                "{query}"
+            );
+        }
+    }
+    assert_eq!(
+        embedder.texts.load(Ordering::SeqCst),
+        embedded + 4 * 2,
+        "only the queries were embedded"
+    );
+    // A lexical shard cannot join a dense index.
+    let lexical = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(lexical.path(), IndexSettings::default()).unwrap();
+    writer.add(Document {
+        id: "lexical".into(),
+        ..docs[0].clone()
+    });
+    writer.commit().unwrap();
+    drop(writer);
+    let mut writer = IndexWriter::open(combined_dir.path()).unwrap();
+    let err = writer
+        .add_indexes(&[lexical.path().to_path_buf()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("other passage vectors"), "{err}");
+}

@@ -459,3 +459,92 @@ fn a_deferred_merge_runs_beside_commits_and_keeps_their_deletions() {
     assert_eq!(segment_files(dir.path()), listed(dir.path()));
     assert_eq!(Index::open(dir.path()).unwrap().len(), 26);
 }
+
+/// An index of `docs` at `dir`, committed every `batch` documents.
+fn built(dir: &std::path::Path, docs: &[Document], batch: usize) -> Index {
+    let mut writer = IndexWriter::open_or_create(dir, IndexSettings::default()).unwrap();
+    for chunk in docs.chunks(batch) {
+        for doc in chunk {
+            writer.add(doc.clone());
+        }
+        writer.commit().unwrap();
+    }
+    writer.committed().clone()
+}
+
+#[test]
+fn shards_added_whole_rank_as_one_index_built_in_one_process() {
+    let docs = scifact(90);
+    let shards: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    for (shard, part) in shards.iter().zip(docs.chunks(30)) {
+        built(shard.path(), part, 20);
+    }
+    let (single_dir, combined_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let single = built(single_dir.path(), &docs, 90);
+    let mut writer =
+        IndexWriter::open_or_create(combined_dir.path(), IndexSettings::default()).unwrap();
+    let sources: Vec<PathBuf> = shards.iter().map(|s| s.path().to_path_buf()).collect();
+    let info = writer.add_indexes(&sources).unwrap();
+    assert_eq!((info.generation, info.documents), (1, 90));
+    drop(writer);
+    let combined = Index::open(combined_dir.path()).unwrap();
+    assert_eq!(ids(&combined), ids(&single));
+    for query in [
+        "cancer risk in children",
+        "protein folding",
+        "vitamin D deficiency",
+    ] {
+        let a = combined
+            .bm25(Bm25Params::default())
+            .retrieve(query, 10)
+            .unwrap();
+        let b = single
+            .bm25(Bm25Params::default())
+            .retrieve(query, 10)
+            .unwrap();
+        assert_eq!(a.len(), 10);
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!((&x.doc_id, x.passage), (&y.doc_id, y.passage), "{query}");
+            assert!(
+                (x.score - y.score).abs() <= 1e-6,
+                "{query}: {} {}",
+                x.score,
+                y.score
+            );
+        }
+    }
+    // A shard sharing an id with what is already there is refused, naming both, and nothing
+    // is added.
+    let mut writer = IndexWriter::open(combined_dir.path()).unwrap();
+    let err = writer.add_indexes(&sources[..1]).unwrap_err().to_string();
+    let shard_ids: Vec<String> = docs[..30].iter().map(|d| format!("`{}`", d.id)).collect();
+    assert!(shard_ids.iter().any(|id| err.contains(id)), "{err}");
+    for dir in [combined_dir.path(), shards[0].path()] {
+        assert!(err.contains(&dir.display().to_string()), "{err}");
+    }
+    assert_eq!(writer.committed().len(), 90);
+    // So is a shard with other settings.
+    let other = tempfile::tempdir().unwrap();
+    let mut odd = IndexWriter::open_or_create(
+        other.path(),
+        IndexSettings {
+            analyzer: lector_index::AnalyzerConfig {
+                stemmer: Stemmer::None,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    odd.add(Document {
+        id: "odd".into(),
+        ..docs[0].clone()
+    });
+    odd.commit().unwrap();
+    drop(odd);
+    let err = writer
+        .add_indexes(&[other.path().to_path_buf()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("other settings"), "{err}");
+}

@@ -37,8 +37,9 @@ pub struct ServeArgs {
     /// address can read and change the index.
     #[arg(long)]
     insecure_no_auth: bool,
-    /// Serve without taking the index's writer lock: document writes get 403, and
-    /// `lector index add` can update the index meanwhile (restart to see its commits).
+    /// Serve without taking the index's writer lock: document writes get 403, and another
+    /// process (a writing `lector serve`, `lector index add`) commits to the index meanwhile;
+    /// each new commit is served whole within about 200 ms (a replica over a shared volume).
     #[arg(long)]
     read_only: bool,
     /// Largest POST /v1/ask body, in bytes.

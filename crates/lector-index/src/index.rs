@@ -226,6 +226,17 @@ impl Index {
         self.manifest.generation
     }
 
+    /// The generation last committed to the index at `dir`, read from its manifest alone: a
+    /// cheap way for a reader to learn that a writer (another process) committed since it
+    /// opened. [`Error::NoIndex`] when there is no index.
+    pub fn committed_generation(dir: impl AsRef<Path>) -> Result<u64> {
+        let dir = dir.as_ref();
+        let manifest = store::read_manifest(&OsFiles, dir)?.ok_or_else(|| Error::NoIndex {
+            dir: dir.to_path_buf(),
+        })?;
+        Ok(manifest.generation)
+    }
+
     /// The number of live documents.
     pub fn len(&self) -> usize {
         self.ids.len()

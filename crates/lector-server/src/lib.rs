@@ -68,7 +68,7 @@ pub use access::ApiKey;
 pub use error::{ApiError, Error};
 pub use limit::Limits;
 pub use open::{open, Opened};
-pub use state::{AppState, Config};
+pub use state::{AppState, Config, FOLLOW_EVERY};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, StatusCode};
@@ -142,6 +142,7 @@ pub async fn serve(
     access::check_exposure(addr, config.api_key.as_ref(), config.insecure_no_auth)?;
     access::check_allowed_hosts(&config.allowed_hosts)?;
     state.set_bound(addr.ip());
+    state.follow_commits();
     let listener = conn::LimitedListener::new(listener, state.gate.connection_permits());
     let header_timeout = state.gate.limits().header_timeout;
     conn::serve(listener, router(state.clone()), header_timeout, shutdown).await;
@@ -175,8 +176,15 @@ async fn openapi() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
 }
 
-async fn healthz() -> impl IntoResponse {
-    axum::Json(serde_json::json!({"status": "ok"}))
+/// Liveness, and the commit served (a read-only server's follows its writer's).
+async fn healthz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+    let pipeline = state.pipeline();
+    let index = pipeline.index();
+    axum::Json(serde_json::json!({
+        "status": "ok",
+        "generation": index.generation(),
+        "documents": index.len(),
+    }))
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {

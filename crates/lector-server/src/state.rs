@@ -93,7 +93,12 @@ pub struct AppState {
     merge_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Set by shutdown: a running merge finishes and lists its output, and plans no other.
     stopping: AtomicBool,
+    /// The thread of a read-only server that serves the commits another process makes.
+    follower: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
+
+/// How often a read-only server looks at its index's manifest for a newer commit.
+pub const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl AppState {
     /// State serving `pipeline`'s index, written through `writer` (none: read-only). For a dense
@@ -138,6 +143,7 @@ impl AppState {
             generation: AtomicU64::new(0),
             merge_thread: std::sync::Mutex::new(None),
             stopping: AtomicBool::new(false),
+            follower: std::sync::Mutex::new(None),
         };
         state.note_size(&state.pipeline().index().stats());
         Ok(state)
@@ -290,11 +296,69 @@ impl AppState {
             // Not under the writer lock: the merge takes it to list its output.
             let _ = thread.join();
         }
+        let follower = self
+            .follower
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(thread) = follower {
+            let _ = thread.join();
+        }
         let mut guard = self.writer.blocking_lock();
         match guard.take() {
             Some(mut writer) => writer.commit().map(Some),
             None => Ok(None),
         }
+    }
+
+    /// A read-only server serves the commits another process (the writer) makes to its index
+    /// directory: every [`FOLLOW_EVERY`] it reads the manifest's generation, and when it
+    /// changed it opens that commit whole (segments and vectors read into memory and verified
+    /// by checksum) and swaps it in as a write would, so an ask never sees part of a commit, and
+    /// files a later merge removes are no longer read. Does nothing on a read-write server.
+    pub fn follow_commits(self: &Arc<Self>) {
+        if !self.read_only {
+            return;
+        }
+        let state = Arc::clone(self);
+        let thread = std::thread::Builder::new()
+            .name("lector-follow".into())
+            .spawn(move || state.follow());
+        match thread {
+            Ok(thread) => {
+                *self.follower.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+            }
+            Err(err) => eprintln!("warning: cannot follow the index's commits: {err}"),
+        }
+    }
+
+    fn follow(&self) {
+        let dir = self.pipeline().index().dir().to_path_buf();
+        let mut last_error = String::new();
+        while !self.stopping.load(Ordering::SeqCst) {
+            std::thread::sleep(FOLLOW_EVERY);
+            match self.catch_up(&dir) {
+                Ok(()) => last_error.clear(),
+                // Said once per cause: the last commit is served meanwhile.
+                Err(err) if err.to_string() != last_error => {
+                    last_error = err.to_string();
+                    eprintln!("warning: cannot open the index's latest commit, serving the last one: {err}");
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Serves the index's last commit if it is not the one served.
+    fn catch_up(&self, dir: &std::path::Path) -> Result<(), lector_index::Error> {
+        let served = self.pipeline().index().generation();
+        if Index::committed_generation(dir)? != served {
+            let index = Index::open(dir)?;
+            if index.generation() != served {
+                self.publish(index);
+            }
+        }
+        Ok(())
     }
 
     fn note_size(&self, stats: &lector_index::IndexStats) {

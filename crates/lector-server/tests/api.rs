@@ -48,7 +48,25 @@ impl Server {
         config.api_key = api_key.map(|k| lector_server::ApiKey::new(k).unwrap());
         config.query_log = log;
         let pipeline = Pipeline::new(index, reader).with_calibration(calibration);
-        let state = Arc::new(AppState::new(pipeline, Some(writer), None, config).unwrap());
+        let state = AppState::new(pipeline, Some(writer), None, config).unwrap();
+        Server::launch(state, dir)
+    }
+
+    /// A read-only server over the index another server writes in `dir`.
+    fn replica_of(dir: &std::path::Path) -> Server {
+        let index = lector_index::Index::open(dir).unwrap();
+        let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
+        let config = Config::new(
+            SearchOptions::for_index(&index, Mode::Bm25),
+            Limits::default(),
+        );
+        let state = AppState::new(Pipeline::new(index, reader), None, None, config).unwrap();
+        // The replica's own directory goes unused: it serves `dir`.
+        Server::launch(state, tempfile::tempdir().unwrap())
+    }
+
+    fn launch(state: AppState, dir: tempfile::TempDir) -> Server {
+        let state = Arc::new(state);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -69,6 +87,17 @@ impl Server {
             stop: Some(stop),
             thread: Some(thread),
         }
+    }
+
+    /// (generation, documents) of the commit served, from `/healthz`.
+    fn served(&self) -> (u64, u64) {
+        let (status, body) = self.get("/healthz");
+        assert_eq!(status, 200, "{body}");
+        let health: Value = serde_json::from_str(&body).unwrap();
+        (
+            health["generation"].as_u64().unwrap(),
+            health["documents"].as_u64().unwrap(),
+        )
     }
 
     fn default() -> Server {
@@ -645,7 +674,10 @@ fn metrics_healthz_openapi_and_the_page() {
     }
     assert_eq!(
         server.get("/healthz"),
-        (200, r#"{"status":"ok"}"#.to_string())
+        (
+            200,
+            r#"{"status":"ok","generation":1,"documents":10}"#.to_string()
+        )
     );
     let (status, text) = server.get("/openapi.json");
     assert_eq!(status, 200);
@@ -791,4 +823,87 @@ fn without_a_query_log_feedback_is_404() {
     let (status, text) = server.post("/v1/feedback", &body.to_string());
     assert_eq!(status, 404, "{text}");
     assert!(error(&text).contains("--log-queries"), "{text}");
+}
+
+#[test]
+fn read_only_servers_follow_the_writers_commits_whole() {
+    let writer = Server::default();
+    let replicas = [
+        Server::replica_of(writer.dir.path()),
+        Server::replica_of(writer.dir.path()),
+    ];
+    assert_eq!(replicas[0].served(), writer.served());
+    // Each replica's /healthz, sampled while the writer commits (and merges).
+    let writing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let samplers: Vec<_> = replicas
+        .iter()
+        .map(|replica| {
+            let (base, writing) = (replica.base.clone(), writing.clone());
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while writing.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline
+                {
+                    let (_, body) = call("GET", &format!("{base}/healthz"), None, None);
+                    let health: Value = serde_json::from_str(&body).unwrap();
+                    seen.push((
+                        health["generation"].as_u64().unwrap(),
+                        health["documents"].as_u64().unwrap(),
+                    ));
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                seen
+            })
+        })
+        .collect();
+    // The documents of each generation the writer committed.
+    let mut committed = std::collections::BTreeMap::from([writer.served()]);
+    let mut delays = Vec::new();
+    for n in 0..8 {
+        let doc = json!({"id": format!("crane-{n}"), "text": format!("Harbour crane {n} was painted blue in 19{n}5.")});
+        let (status, body) = writer.post("/v1/documents", &doc.to_string());
+        assert_eq!(status, 201, "{body}");
+        let written = error_free(&body);
+        let generation = written["generation"].as_u64().unwrap();
+        committed.insert(generation, written["documents"].as_u64().unwrap());
+        let start = Instant::now();
+        for replica in &replicas {
+            while replica.served().0 < generation {
+                assert!(start.elapsed() < Duration::from_secs(5), "replica behind");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        delays.push(start.elapsed());
+    }
+    writing.store(false, std::sync::atomic::Ordering::SeqCst);
+    // Never a part of a commit: every generation seen holds that commit's documents (a merge's
+    // generation holds those of the commit before it).
+    for sampler in samplers {
+        for (generation, documents) in sampler.join().unwrap() {
+            let (_, expected) = committed.range(..=generation).next_back().unwrap();
+            assert_eq!(documents, *expected, "generation {generation}");
+        }
+    }
+    let slowest = delays.iter().max().unwrap();
+    eprintln!(
+        "replicas served each write within {slowest:?} (polling every {:?})",
+        lector_server::FOLLOW_EVERY
+    );
+    assert!(*slowest < lector_server::FOLLOW_EVERY * 5, "{delays:?}");
+    // The writer's background merge removes the segment files the replicas opened earlier;
+    // they answer from memory, then follow the merge too.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for replica in &replicas {
+        while replica.served() != writer.served() {
+            assert!(
+                Instant::now() < deadline,
+                "the replica did not follow the merge"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let answer = replica.ask(json!({"question": "When was harbour crane 7 painted blue?"}));
+        assert_eq!(answer["answer"]["text"], "1975");
+        // Writes go to the writer.
+        assert_eq!(replica.post("/v1/documents", "{}").0, 403);
+    }
 }

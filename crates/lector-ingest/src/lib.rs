@@ -5,6 +5,7 @@
 //! | `.txt`, `.text` | one per file: the file's text; id = path relative to the argument |
 //! | `.md`, `.markdown` | one per file, text kept verbatim (offsets map to the file); title = first `# ` heading |
 //! | `.html`, `.htm` | one per file: visible text ([`html`], an HTML5 parser); title = `<title>` |
+//! | `.pdf` | one per file: the pages' text joined by form feeds ([`pdf`], text only, no OCR); metadata `pages` = each page's first character ([`page_of`]), `author`, `created`; title = the PDF's title |
 //! | `.jsonl` | one per line: `{id, title?, text, date?, metadata?}`, or BEIR `{_id, title, text}` |
 //! | `.json` | a SQuAD dataset: one per paragraph, id `<article title>#<paragraph index>` |
 //!
@@ -41,11 +42,13 @@ pub mod document;
 mod error;
 pub mod html;
 mod jsonl;
+pub mod pdf;
 mod read;
 mod squad;
 mod walk;
 
 pub use document::{ContentHash, Document};
 pub use error::{Error, Result};
+pub use pdf::page_of;
 pub use read::{read_file, IngestOptions, Item, DEFAULT_MAX_DOCUMENT_BYTES};
 pub use walk::{walk, Format, SourceFile, Walk};

@@ -12,6 +12,8 @@ pub enum Format {
     Markdown,
     /// HTML, reduced to its visible text.
     Html,
+    /// PDF, its text page by page (one document per file).
+    Pdf,
     /// JSON lines, one document per line.
     Jsonl,
     /// A SQuAD dataset, one document per paragraph.
@@ -26,6 +28,7 @@ impl Format {
             "txt" | "text" => Format::Text,
             "md" | "markdown" => Format::Markdown,
             "html" | "htm" => Format::Html,
+            "pdf" => Format::Pdf,
             "jsonl" => Format::Jsonl,
             "json" => Format::Squad,
             _ => return None,
@@ -116,7 +119,7 @@ fn add_file(path: &Path, root: &Path, bytes: u64, explicit: bool, out: &mut Walk
             out.errors.push(invalid(
                 path,
                 None,
-                "unsupported file type (txt, md, html, jsonl, json)",
+                "unsupported file type (txt, md, html, pdf, jsonl, json)",
             ));
         } else {
             out.ignored.push(path.to_path_buf());

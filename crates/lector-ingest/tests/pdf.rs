@@ -1,0 +1,311 @@
+//! PDF ingestion on real files: the pypdf sample files (CC BY-SA 4.0) in the shared data's
+//! `pdf-samples/`. The phrases and pages below were checked against poppler's `pdftotext`
+//! (`pdftotext -f N -l N`).
+
+use lector_ingest::{page_of, read_file, walk, Document, Format, IngestOptions, Item, SourceFile};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// `pdf-samples/<relative>` in the shared data: `$LECTOR_DATA_DIR`, else `../shared/data` beside
+/// the checkout (as lector-eval's `data` resolves it). Fails, never skips, when it is missing.
+fn sample(relative: &str) -> PathBuf {
+    let dir = match std::env::var_os("LECTOR_DATA_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
+    };
+    let path = dir.join("pdf-samples").join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: set $LECTOR_DATA_DIR or put the shared data at ../shared/data beside the checkout",
+        path.display()
+    );
+    path
+}
+
+/// Everything `read_file` yields for one file.
+fn read(path: &Path) -> Vec<Item> {
+    let file = SourceFile {
+        path: path.to_path_buf(),
+        id: path.file_name().unwrap().to_string_lossy().into_owned(),
+        bytes: std::fs::metadata(path).unwrap().len(),
+        format: Format::of(path).expect("a .pdf path"),
+    };
+    let mut items = Vec::new();
+    read_file(&file, &IngestOptions::default(), &mut |item, _| {
+        items.push(item);
+        Ok(())
+    })
+    .unwrap();
+    items
+}
+
+fn document(relative: &str) -> Document {
+    match read(&sample(relative)).pop() {
+        Some(Item::Document(doc)) => doc,
+        other => panic!("{relative}: expected a document, got {other:?}"),
+    }
+}
+
+/// The message of the one invalid item read from `path`.
+fn invalid_message(path: &Path) -> String {
+    let mut items = read(path);
+    assert_eq!(items.len(), 1, "one item per PDF file");
+    match items.pop().unwrap() {
+        Item::Invalid(err) => err.to_string(),
+        Item::Document(doc) => panic!(
+            "{}: expected an invalid item, got a document of {} chars",
+            path.display(),
+            doc.text.len()
+        ),
+    }
+}
+
+/// The character offset of `phrase` in `text` (the offsets `page_of` takes).
+fn char_offset(text: &str, phrase: &str) -> usize {
+    let byte = text
+        .find(phrase)
+        .unwrap_or_else(|| panic!("`{phrase}` is not in the text"));
+    text[..byte].chars().count()
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+#[test]
+fn two_column_paper_reads_column_by_column_with_its_words() {
+    let doc = document("026-latex-multicolumn/multicolumn.pdf");
+    assert_eq!(doc.id, "multicolumn.pdf");
+    let pages: Vec<&str> = doc.text.split('\u{c}').collect();
+    assert_eq!(pages.len(), 3, "three pages, split by form feeds");
+    // In reading order: the title block, the abstract, the left column, then the right one.
+    // The sentence "Donec nonummy pellentesque ante." runs from the bottom of the left column
+    // to the top of the right one (pdftotext prints the right column's start first).
+    let phrases = [
+        "Two-Column Document with Lorem Ipsum",
+        "This is a sample document with two columns",
+        "Lorem ipsum dolor sit amet, consectetuer",
+        "Vivamus viverra fermentum felis. Donec nonummy",
+        "pellentesque ante. Phasellus adipiscing semper elit.",
+        "Quisque ullamcorper placerat ipsum. Cras nibh.",
+    ];
+    let mut at = 0;
+    for phrase in phrases {
+        let found = doc.text[at..]
+            .find(phrase)
+            .unwrap_or_else(|| panic!("`{phrase}` missing or out of order"));
+        at += found + phrase.len();
+    }
+    let last = doc.text[..at].chars().count() - 1;
+    assert_eq!(
+        page_of(doc.metadata.as_ref(), last),
+        Some(1),
+        "all on page 1"
+    );
+    // A paragraph of pdftotext's page 1: nearly all of its words are there (a line-end hyphen,
+    // "Maece- nas", is kept as printed, so not all).
+    let reference = "pellentesque ante. Phasellus adipiscing semper elit. Proin fermentum massa ac \
+        quam. Sed diam turpis, molestie vitae, placerat a, molestie nec, leo. Maecenas lacinia. Nam \
+        ipsum ligula, eleifend at, accumsan nec, suscipit a, ipsum. Morbi blandit ligula feugiat \
+        magna. Nunc eleifend consequat lorem. Sed lacinia nulla vitae enim. Pellentesque tincidunt \
+        purus vel magna. Integer non enim. Praesent euismod nunc eu purus. Donec bibendum quam in \
+        tellus. Nullam cursus pulvinar lectus. Donec et mi. Nam vulputate metus eu enim. \
+        Vestibulum pellentesque felis eu massa.";
+    let mut have: HashMap<String, usize> = HashMap::new();
+    for w in words(pages[0]) {
+        *have.entry(w).or_default() += 1;
+    }
+    let wanted = words(reference);
+    let found = wanted
+        .iter()
+        .filter(|w| match have.get_mut(*w) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        })
+        .count();
+    let recall = found as f64 / wanted.len() as f64;
+    assert!(recall >= 0.95, "word recall {recall:.3} on page 1");
+    // The third page is the last column's end; nothing of page 1 is on it.
+    assert!(!pages[2].contains("Two-Column Document"));
+}
+
+#[test]
+fn page_of_names_the_page_of_a_phrase() {
+    // 117 pages; `pdftotext -f 7 -l 7` prints these phrases and no other page has them.
+    let doc = document("009-pdflatex-geotopo/GeoTopo-komprimiert.pdf");
+    let metadata = doc.metadata.as_ref();
+    let starts = metadata.unwrap()["pages"].as_array().unwrap();
+    assert_eq!(starts.len(), 117);
+    assert_eq!(doc.text.split('\u{c}').count(), 117);
+    for phrase in ["heißt Umgebung von", "Subbasis der Topologie"] {
+        let offset = char_offset(&doc.text, phrase);
+        assert_eq!(page_of(metadata, offset), Some(7), "{phrase}");
+    }
+    assert_eq!(
+        page_of(
+            metadata,
+            char_offset(&doc.text, "Einführung in die Geometrie")
+        ),
+        Some(1)
+    );
+    // Each page start is the character after a form feed.
+    let chars: Vec<char> = doc.text.chars().collect();
+    for start in &starts[1..] {
+        assert_eq!(chars[start.as_u64().unwrap() as usize - 1], '\u{c}');
+    }
+    // Ligatures spelt out: "Definition", not "De\u{fb01}nition".
+    assert!(doc.text.contains("Definition 2"));
+    assert!(!doc.text.contains('\u{fb01}'));
+    // The document information.
+    assert_eq!(doc.title.as_deref(), Some("Geometrie und Topologie"));
+    assert_eq!(metadata.unwrap()["author"], "Martin Thoma");
+    assert_eq!(metadata.unwrap()["created"], "2016-12-31");
+}
+
+#[test]
+fn image_only_pdfs_are_invalid_with_no_extractable_text() {
+    for relative in [
+        "007-imagemagick-images/imagemagick-CCITTFaxDecode.pdf",
+        "007-imagemagick-images/imagemagick-lzw.pdf",
+        "019-grayscale-image/grayscale-image.pdf",
+        "023-cmyk-image/cmyk-image.pdf",
+    ] {
+        let path = sample(relative);
+        let message = invalid_message(&path);
+        assert!(
+            message.contains("no extractable text (scanned?)"),
+            "{message}"
+        );
+        assert!(
+            message.starts_with(&path.display().to_string()),
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn password_protected_pdf_is_invalid_naming_the_file() {
+    let path = sample("005-libreoffice-writer-password/libreoffice-writer-password.pdf");
+    let message = invalid_message(&path);
+    assert!(
+        message.contains("libreoffice-writer-password.pdf"),
+        "{message}"
+    );
+    assert!(message.contains("encrypted PDF"), "{message}");
+}
+
+#[test]
+fn truncated_pdfs_are_invalid_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    // lopdf rebuilds what it can of a damaged file, so some halves still yield a page or two of
+    // text: every half gives exactly one item, and these three are refused.
+    let refused = [
+        "026-latex-multicolumn/multicolumn.pdf",
+        "004-pdflatex-4-pages/pdflatex-4-pages.pdf",
+        "009-pdflatex-geotopo/GeoTopo-komprimiert.pdf",
+    ];
+    let found = walk(&[sample("")]);
+    assert!(found.files.len() >= 31);
+    for file in found.files.iter().filter(|f| f.format == Format::Pdf) {
+        let bytes = std::fs::read(&file.path).unwrap();
+        let cut = dir
+            .path()
+            .join(format!("half-{}", file.id.replace('/', "-")));
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let items = read(&cut);
+        assert_eq!(items.len(), 1, "{}", file.id);
+        if refused.contains(&file.id.as_str()) {
+            let message = invalid_message(&cut);
+            assert!(message.contains(&cut.display().to_string()), "{message}");
+        }
+    }
+    // Not a PDF at all, and an empty file.
+    for (name, bytes) in [
+        ("text.pdf", b"hello, not a pdf".as_slice()),
+        ("empty.pdf", b"".as_slice()),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        assert!(invalid_message(&path).contains("not a readable PDF"));
+    }
+}
+
+#[test]
+fn size_limit_applies_to_the_file() {
+    let path = sample("004-pdflatex-4-pages/pdflatex-4-pages.pdf");
+    let file = SourceFile {
+        path: path.clone(),
+        id: "4.pdf".into(),
+        bytes: std::fs::metadata(&path).unwrap().len(),
+        format: Format::Pdf,
+    };
+    let options = IngestOptions {
+        max_document_bytes: 10_000,
+    };
+    let mut items = Vec::new();
+    read_file(&file, &options, &mut |item, _| {
+        items.push(item);
+        Ok(())
+    })
+    .unwrap();
+    match &items[..] {
+        [Item::Invalid(err)] => assert!(err.to_string().contains("above the limit"), "{err}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn walking_every_sample_gives_a_document_or_an_invalid_item_each() {
+    let found = walk(&[sample("")]);
+    let pdfs: Vec<_> = found
+        .files
+        .iter()
+        .filter(|f| f.format == Format::Pdf)
+        .collect();
+    assert_eq!(pdfs.len(), 31, "the 31 sample PDFs");
+    let mut documents = Vec::new();
+    let mut invalid = Vec::new();
+    for file in &pdfs {
+        let mut items = Vec::new();
+        read_file(file, &IngestOptions::default(), &mut |item, read| {
+            assert_eq!(read, file.bytes);
+            items.push(item);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(items.len(), 1, "{}", file.id);
+        match items.pop().unwrap() {
+            Item::Document(doc) => {
+                assert!(!doc.text.trim().is_empty());
+                let starts = doc.metadata.as_ref().unwrap()["pages"].as_array().unwrap();
+                assert_eq!(starts.len(), doc.text.split('\u{c}').count(), "{}", doc.id);
+                documents.push(doc.id);
+            }
+            Item::Invalid(err) => {
+                assert!(err.to_string().contains(&file.id), "{err}");
+                invalid.push(file.id.clone());
+            }
+        }
+    }
+    invalid.sort();
+    // Refused: encrypted, four image-only files, and one whose page tree lopdf cannot find.
+    assert_eq!(
+        invalid,
+        [
+            "005-libreoffice-writer-password/libreoffice-writer-password.pdf",
+            "007-imagemagick-images/imagemagick-ASCII85Decode.pdf",
+            "007-imagemagick-images/imagemagick-CCITTFaxDecode.pdf",
+            "007-imagemagick-images/imagemagick-lzw.pdf",
+            "017-unreadable-meta-data/unreadablemetadata.pdf",
+            "019-grayscale-image/grayscale-image.pdf",
+            "023-cmyk-image/cmyk-image.pdf",
+        ]
+    );
+    assert_eq!(documents.len(), 24);
+}

@@ -1,0 +1,46 @@
+//! A PDF file (`.pdf`): its text page by page through lopdf, with the PDF reader's own checks on
+//! top of the common ones: a panic inside the parser must come back as an invalid item (it is
+//! caught), and a document's page starts must be increasing character offsets that begin at 0,
+//! each after a form feed, one per page of its text, so that `page_of` maps them back.
+#![no_main]
+use lector_fuzz::{scratch_file, FUZZ_MAX_DOCUMENT_BYTES};
+use lector_ingest::{page_of, read_file, Format, IngestOptions, Item, SourceFile};
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    lector_fuzz::ingest("pdf", data);
+    let path = scratch_file("pdf", data);
+    let file = SourceFile {
+        id: "input.pdf".into(),
+        bytes: data.len() as u64,
+        path,
+        format: Format::Pdf,
+    };
+    let options = IngestOptions {
+        max_document_bytes: FUZZ_MAX_DOCUMENT_BYTES,
+    };
+    let mut items = 0;
+    read_file(&file, &options, &mut |item, _| {
+        items += 1;
+        if let Item::Document(doc) = item {
+            let metadata = doc.metadata.as_ref().expect("a PDF document has metadata");
+            let starts: Vec<usize> = metadata["pages"]
+                .as_array()
+                .expect("a list of page starts")
+                .iter()
+                .map(|s| s.as_u64().expect("an offset") as usize)
+                .collect();
+            let chars: Vec<char> = doc.text.chars().collect();
+            assert_eq!(starts.len(), doc.text.split('\u{c}').count());
+            assert_eq!(starts[0], 0);
+            for (page, &start) in starts.iter().enumerate() {
+                if page > 0 {
+                    assert!(start > starts[page - 1] && chars[start - 1] == '\u{c}');
+                }
+                assert_eq!(page_of(Some(metadata), start), Some(page + 1));
+            }
+        }
+        Ok(())
+    })
+    .expect("emit never fails");
+    assert_eq!(items, 1, "one item per PDF file");
+});

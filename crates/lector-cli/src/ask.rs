@@ -361,8 +361,9 @@ fn print_evidence(label: &str, e: &lector_pipeline::Evidence) {
         .date
         .as_deref()
         .map_or(String::new(), |d| format!(", dated {d}"));
+    let page = e.page.map_or(String::new(), |p| format!("page {p}, "));
     println!(
-        "{label}: {}{title}{date}, passage {} (rank {} among the passages read), characters {}..{} of the document",
+        "{label}: {}{title}{date}, {page}passage {} (rank {} among the passages read), characters {}..{} of the document",
         e.doc_id, e.passage, e.rank, e.start, e.end
     );
     println!(

@@ -92,9 +92,28 @@ pub struct AddArgs {
     /// Embedder checkpoint for --dense [default: the registry's all-MiniLM-L6-v2].
     #[arg(long, value_name = "DIR")]
     embedder: Option<PathBuf>,
+    /// Set a metadata field on every document read, replacing the document's own (repeatable):
+    /// KEY=VALUE, the value a number, true/false, or else text.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_field)]
+    meta: Vec<(String, serde_json::Value)>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `KEY=VALUE` with the value typed as JSON would type it (a number, true, false), else text.
+fn parse_field(text: &str) -> Result<(String, serde_json::Value), String> {
+    let Some((key, value)) = text.split_once('=') else {
+        return Err(format!("`{text}` is not KEY=VALUE"));
+    };
+    if key.is_empty() || key.contains(char::is_whitespace) {
+        return Err(format!("`{key}` is not a field name"));
+    }
+    let typed = match serde_json::from_str::<serde_json::Value>(value) {
+        Ok(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => v,
+        _ => serde_json::Value::String(value.to_string()),
+    };
+    Ok((key.to_string(), typed))
 }
 
 #[derive(Args)]
@@ -203,6 +222,7 @@ fn add(args: AddArgs) -> Result<()> {
         },
         commit_every: args.commit_every,
         strict: args.strict,
+        fields: args.meta.iter().cloned().collect(),
     };
     let progress = progress_bar(walk.files.iter().map(|f| f.bytes).sum());
     let counts = add_files(&mut writer, walk, &options, &mut |e| show(&progress, e))

@@ -5,7 +5,7 @@ use crate::index::IndexDir;
 use crate::table::print_table;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use lector_index::{Fusion, Hit, Index, Mode, Retriever, DEFAULT_EF, DEFAULT_RERANK_DEPTH};
+use lector_index::{Filter, Fusion, Hit, Index, Mode, Retriever, DEFAULT_EF, DEFAULT_RERANK_DEPTH};
 use lector_pipeline::{PipelineConfig, RerankConfig, RetrievalConfig};
 use serde_json::json;
 use std::path::PathBuf;
@@ -67,6 +67,14 @@ pub struct RetrievalOptions {
     /// Embedder checkpoint for dense search [default: the registry's all-MiniLM-L6-v2].
     #[arg(long, value_name = "DIR")]
     pub embedder: Option<PathBuf>,
+    /// Only documents whose fields pass, e.g. 'year >= 2023 and product in ["a", "b"]'
+    /// (fields: id, title, date, metadata keys; ==, !=, <, <=, >, >=, in, not in, and, or, not).
+    #[arg(long, value_parser = parse_filter)]
+    pub filter: Option<Filter>,
+}
+
+fn parse_filter(text: &str) -> Result<Filter, String> {
+    Filter::parse(text).map_err(|e| e.0)
 }
 
 impl RetrievalOptions {
@@ -82,6 +90,7 @@ impl RetrievalOptions {
             },
             ef: (!self.exact).then_some(self.ef),
             embedder: self.embedder.clone(),
+            filter: self.filter.clone(),
         }
     }
 }

@@ -747,3 +747,118 @@ fn index_merge_combines_shards_into_what_one_process_builds() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn filters_narrow_search_to_documents_whose_metadata_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = std::fs::read_to_string(data("beir/scifact/corpus.jsonl")).unwrap();
+    let (mut own, mut tagged) = (String::new(), String::new());
+    for (i, line) in corpus.lines().take(200).enumerate() {
+        let mut doc: Value = serde_json::from_str(line).unwrap();
+        if i < 100 {
+            doc["metadata"] = serde_json::json!({"year": 2020 + i % 5});
+            own += &format!("{doc}\n");
+        } else {
+            tagged += &format!("{doc}\n");
+        }
+    }
+    std::fs::write(dir.path().join("own.jsonl"), own).unwrap();
+    std::fs::write(dir.path().join("tagged.jsonl"), tagged).unwrap();
+    let index = dir.path().join("index");
+    let index = index.to_str().unwrap();
+    let own = dir.path().join("own.jsonl");
+    let tagged = dir.path().join("tagged.jsonl");
+    let out = lector(&["index", "add", own.to_str().unwrap(), "--index", index]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = lector(&[
+        "index",
+        "add",
+        tagged.to_str().unwrap(),
+        "--index",
+        index,
+        "--meta",
+        "source=tagged",
+        "--meta",
+        "year=2030",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let search = |filter: &str| -> Vec<Value> {
+        let out = lector(&[
+            "search", "cell", "--index", index, "--k", "30", "--json", "--filter", filter,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+        body["hits"].as_array().unwrap().clone()
+    };
+    let recent = search("year >= 2023");
+    assert_eq!(recent.len(), 30, "enough passing passages exist for k");
+    let years: Vec<i64> = recent
+        .iter()
+        .map(|h| h["metadata"]["year"].as_i64().unwrap())
+        .collect();
+    assert!(years.iter().all(|&y| y >= 2023), "{years:?}");
+    assert!(
+        years.contains(&2030) && years.iter().any(|&y| y < 2030),
+        "{years:?}"
+    );
+    let tagged_only = search(r#"source == "tagged" and not year in [2020, 2021]"#);
+    assert!(!tagged_only.is_empty());
+    assert!(tagged_only
+        .iter()
+        .all(|h| h["metadata"]["source"] == "tagged"));
+
+    let out = lector(&[
+        "search",
+        "cell",
+        "--index",
+        index,
+        "--filter",
+        "year >> 2023",
+    ]);
+    assert!(!out.status.success());
+    let message = text(&out.stderr);
+    assert!(
+        message.contains("--filter") && message.contains("column 7"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_folder_of_pdfs_is_indexed_and_answers_name_their_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let index = index.to_str().unwrap();
+    let samples = data("pdf-samples");
+    let out = lector(&["index", "add", samples.to_str().unwrap(), "--index", index]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = text(&out.stderr);
+    assert!(
+        log.contains("libreoffice-writer-password.pdf: encrypted PDF"),
+        "{log}"
+    );
+    assert!(
+        log.contains("grayscale-image.pdf: no extractable text (scanned?)"),
+        "{log}"
+    );
+
+    // The table of EU countries is on page 3 of the two-column paper (`pdftotext -f 3 -l 3`).
+    let out = lector(&[
+        "ask",
+        "What is the capital of Denmark?",
+        "--index",
+        index,
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let evidence = &answer["answer"]["evidence"];
+    assert_eq!(evidence["doc_id"], "026-latex-multicolumn/multicolumn.pdf");
+    assert!(evidence["passage_text"]
+        .as_str()
+        .unwrap()
+        .contains("Copenhagen"));
+    assert_eq!(evidence["page"], 3, "{evidence}");
+    let out = lector(&["ask", "What is the capital of Denmark?", "--index", index]);
+    assert!(text(&out.stdout).contains("multicolumn.pdf, page 3, passage"));
+}

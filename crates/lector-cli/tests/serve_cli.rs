@@ -213,6 +213,12 @@ fn the_web_page_answers_in_headless_chromium() {
     let url = format!("http://{addr}/?q=xylophone%20quokka%20zeppelin%3F");
     let dom = dump_dom(&browser, &profile, &url, "data-state=\"abstained\"");
     assert!(dom.contains("No answer in these documents"));
+
+    // The filter in the address fills the filter control and goes with the ask: the question
+    // answered above finds nothing in documents that no document's title matches.
+    let url = format!("http://{addr}/?q=Which%20team%20won%20Super%20Bowl%2050%3F&filter=title%20%3D%3D%20%22Nowhere%22");
+    let dom = dump_dom(&browser, &profile, &url, "data-state=\"abstained\"");
+    assert!(dom.contains("No answer in these documents"));
     server.kill_hard();
 }
 

@@ -11,7 +11,7 @@ use crate::writer::{AddOutcome, CommitInfo, IndexWriter};
 use lector_ingest::{read_file, IngestOptions, Item, SourceFile, Walk};
 
 /// How [`add_files`] reads and commits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct AddOptions {
     /// Limits applied while reading each file.
     pub ingest: IngestOptions,
@@ -19,6 +19,8 @@ pub struct AddOptions {
     pub commit_every: usize,
     /// Stop at the first walk error or invalid file or line instead of skipping it.
     pub strict: bool,
+    /// Metadata fields set on every document read (replacing a document's own of that name).
+    pub fields: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What [`add_files`] did with the documents and files it was given.
@@ -100,6 +102,7 @@ fn add_file(
         on_event(AddEvent::Read {
             bytes: done + read.min(file.bytes),
         });
+        let item = with_fields(item, &options.fields, &file.path);
         stage(writer, item, options, counts, on_event)
     })
 }
@@ -132,6 +135,30 @@ fn stage(
         on_event(AddEvent::Committed(&info));
     }
     Ok(())
+}
+
+/// `item` with `fields` set; invalid when the document's metadata is not an object.
+fn with_fields(
+    item: Item,
+    fields: &serde_json::Map<String, serde_json::Value>,
+    path: &std::path::Path,
+) -> Item {
+    let Item::Document(mut doc) = item else {
+        return item;
+    };
+    for (key, value) in fields {
+        if !doc.set_field(key, value.clone()) {
+            return Item::Invalid(lector_ingest::Error::InvalidInput {
+                path: path.to_path_buf(),
+                line: None,
+                message: format!(
+                    "document `{}`: its metadata is not an object, so `{key}` cannot be set",
+                    doc.id
+                ),
+            });
+        }
+    }
+    Item::Document(doc)
 }
 
 fn stopped(writer: &IndexWriter, cause: lector_ingest::Error, before_adding: bool) -> Error {

@@ -5,6 +5,7 @@ use crate::bm25::{idf, Bm25Params, TfNorm};
 use crate::dense::SegmentVectors;
 use crate::error::{Error, Result};
 use crate::file_layer::{FileLayer, OsFiles};
+use crate::filter::{Filter, FilterInput};
 use crate::passage::Span;
 use crate::retriever::{Hit, Retriever, RetrieverKind, Source};
 use crate::segment::Segment;
@@ -30,6 +31,21 @@ impl LiveSegment {
     /// Whether passage `p` belongs to a live document.
     pub fn is_live(&self, p: u32) -> bool {
         !self.deleted[self.segment.passages[p as usize].doc as usize]
+    }
+}
+
+/// The documents a filtered search may return: per segment, per document (deleted ones never).
+#[derive(Debug)]
+pub(crate) struct Allowed {
+    docs: Vec<Vec<bool>>,
+    /// How many passages of each segment pass.
+    pub passages: Vec<usize>,
+}
+
+impl Allowed {
+    /// Whether passage `p` of segment `s` may be returned.
+    pub fn keeps(&self, index: &Index, s: usize, p: u32) -> bool {
+        self.docs[s][index.segments[s].segment.passages[p as usize].doc as usize]
     }
 }
 
@@ -88,6 +104,19 @@ pub struct DocumentRef<'a> {
     pub metadata: Option<&'a str>,
     /// Its passages, in order.
     pub passages: Vec<Span>,
+}
+
+impl DocumentRef<'_> {
+    /// Whether the document passes `filter`.
+    pub fn passes(&self, filter: &Filter) -> bool {
+        let metadata = self.metadata.and_then(|m| serde_json::from_str(m).ok());
+        filter.matches(&FilterInput {
+            id: self.id,
+            title: self.title,
+            date: self.date,
+            metadata: metadata.as_ref(),
+        })
+    }
 }
 
 /// One page of [`Index::documents_page`].
@@ -407,7 +436,41 @@ impl Index {
         Bm25Retriever {
             index: self,
             params,
+            allowed: None,
         }
+    }
+
+    /// The live documents that pass `filter`, evaluated once per document.
+    pub(crate) fn allowed(&self, filter: &Filter) -> Allowed {
+        let mut allowed = Allowed {
+            docs: Vec::with_capacity(self.segments.len()),
+            passages: Vec::with_capacity(self.segments.len()),
+        };
+        for live in &self.segments {
+            let segment = &live.segment;
+            let docs: Vec<bool> = (0..segment.docs.len())
+                .map(|d| {
+                    let doc = &segment.docs[d];
+                    !live.deleted[d]
+                        && filter.matches(&FilterInput {
+                            id: &doc.id,
+                            title: doc.title.as_deref(),
+                            date: doc.date.as_deref(),
+                            metadata: segment.metadata(d),
+                        })
+                })
+                .collect();
+            let passages = segment
+                .docs
+                .iter()
+                .zip(&docs)
+                .filter(|(_, &keep)| keep)
+                .map(|(doc, _)| doc.passages as usize)
+                .sum();
+            allowed.docs.push(docs);
+            allowed.passages.push(passages);
+        }
+        allowed
     }
 
     /// The terms of `text` as this index analyses passages and queries (its stemmer and
@@ -431,7 +494,14 @@ impl Index {
     }
 
     /// Scores of every passage matching a query term: (score, segment, passage).
-    fn score_passages(&self, query: &str, params: Bm25Params) -> Vec<(f64, usize, u32)> {
+    /// Collection statistics (N, df, mean length) count every live passage, filtered or not, so
+    /// a filter changes which passages come back, never their scores.
+    fn score_passages(
+        &self,
+        query: &str,
+        params: Bm25Params,
+        allowed: Option<&Allowed>,
+    ) -> Vec<(f64, usize, u32)> {
         // Ordered, so that the per-passage sums add terms in one order in every process: a
         // HashMap's order changes per run, and the last bits with it, and so near-ties' order.
         let mut query_terms: BTreeMap<String, u32> = BTreeMap::new();
@@ -471,7 +541,9 @@ impl Index {
                 segment_scores
                     .iter()
                     .enumerate()
-                    .filter(|(_, &v)| v > 0.0)
+                    .filter(|(p, &v)| {
+                        v > 0.0 && allowed.is_none_or(|a| a.keeps(self, s, *p as u32))
+                    })
                     .map(|(p, &v)| (v, s, p as u32)),
             );
         }
@@ -505,9 +577,14 @@ impl Index {
         let segment = &self.segments[s].segment;
         let passage = &segment.passages[p as usize];
         let doc = &segment.docs[passage.doc as usize];
+        let metadata: Option<serde_json::Value> =
+            (doc.metadata.as_deref()).and_then(|m| serde_json::from_str(m).ok());
         Hit {
             doc_id: doc.id.clone(),
             title: doc.title.clone(),
+            // Parsed per hit: a filter-less search never pays for parsing the whole segment's.
+            metadata: metadata.clone(),
+            page: lector_ingest::page_of(metadata.as_ref(), passage.span.char_start),
             passage: (p - doc.first_passage) as usize,
             span: passage.span,
             text: doc.text[passage.span.byte_start..passage.span.byte_end].to_string(),
@@ -590,6 +667,7 @@ pub(crate) fn load_segments(
 pub struct Bm25Retriever<'a> {
     index: &'a Index,
     params: Bm25Params,
+    allowed: Option<Arc<Allowed>>,
 }
 
 /// A document ranked by its best passage.
@@ -604,11 +682,23 @@ pub struct DocumentHit {
 }
 
 impl Bm25Retriever<'_> {
+    /// Only documents passing `filter` come back (their scores are unchanged).
+    pub fn filtered(self, filter: Option<&Filter>) -> Self {
+        let allowed = filter.map(|f| Arc::new(self.index.allowed(f)));
+        self.only(allowed)
+    }
+
+    /// Only passages of `allowed` documents come back.
+    pub(crate) fn only(mut self, allowed: Option<Arc<Allowed>>) -> Self {
+        self.allowed = allowed;
+        self
+    }
+
     /// The best `k` documents, each scored by its best passage (MaxP), best first.
     pub fn documents(&self, query: &str, k: usize) -> Vec<DocumentHit> {
         let index = self.index;
         let mut best: HashMap<(usize, u32), (f64, u32)> = HashMap::new();
-        for (score, s, p) in index.score_passages(query, self.params) {
+        for (score, s, p) in index.score_passages(query, self.params, self.allowed.as_deref()) {
             let doc = index.segments[s].segment.passages[p as usize].doc;
             let entry = best.entry((s, doc)).or_insert((score, p));
             // Strictly greater: on a tie the earlier passage (scored first) stays the best.
@@ -641,7 +731,9 @@ impl Retriever for Bm25Retriever<'_> {
     }
 
     fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let scored = self.index.score_passages(query, self.params);
+        let scored = self
+            .index
+            .score_passages(query, self.params, self.allowed.as_deref());
         let top = self.index.top(scored, k);
         Ok(top
             .into_iter()

@@ -46,6 +46,7 @@ pub use lector_ingest::document;
 mod embed;
 pub mod error;
 mod file_layer;
+pub mod filter;
 mod index;
 mod merge;
 pub mod passage;
@@ -65,6 +66,7 @@ pub use document::Document;
 pub use embed::Embedder;
 pub use error::{Error, Result};
 pub use file_layer::{rename_durably, sync_dir, write_durably};
+pub use filter::{Filter, FilterError};
 pub use index::{
     Bm25Retriever, DocumentCursor, DocumentHit, DocumentPage, DocumentRef, Index, IndexStats,
 };
@@ -74,6 +76,7 @@ pub use rerank::{rerank, PassageScorer, DEFAULT_RERANK_DEPTH};
 pub use retriever::{fuse, rank_documents, Fusion, Hit, Mode, Retriever, RetrieverKind, Source};
 pub use search::{
     DenseRetriever, HybridRetriever, SearchOptions, DEFAULT_EF, DEFAULT_FUSION_DEPTH,
+    FILTERED_EXACT_BELOW,
 };
 pub use store::{DenseMeta, IndexSettings, FORMAT_VERSION};
 pub use writer::{AddOutcome, CommitInfo, IndexWriter};

@@ -81,6 +81,8 @@ mod tests {
         Hit {
             doc_id: doc.into(),
             title: None,
+            metadata: None,
+            page: None,
             passage: 0,
             span: Span {
                 byte_start: 0,

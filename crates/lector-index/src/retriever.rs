@@ -82,6 +82,12 @@ pub struct Hit {
     pub doc_id: String,
     /// The document's title.
     pub title: Option<String>,
+    /// The document's metadata.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+    /// The page (1-based) where the passage starts, for documents with pages (PDF).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<usize>,
     /// Position of the passage in its document (0-based).
     pub passage: usize,
     /// Where the passage lies in the document text.
@@ -191,6 +197,8 @@ mod tests {
         Hit {
             doc_id: doc.into(),
             title: None,
+            metadata: None,
+            page: None,
             passage: 0,
             span,
             text: "x".into(),

@@ -3,8 +3,10 @@
 use crate::bm25::Bm25Params;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
-use crate::index::Index;
+use crate::filter::Filter;
+use crate::index::{Allowed, Index};
 use crate::retriever::{fuse, Fusion, Hit, Mode, Retriever, RetrieverKind};
+use std::sync::Arc;
 
 /// How a query is run; [`SearchOptions::for_index`] gives the index's defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +21,19 @@ pub struct SearchOptions {
     pub fusion_depth: usize,
     /// HNSW beam width; `None` searches exactly (a full SIMD scan).
     pub ef: Option<usize>,
+    /// Only documents that pass this filter come back; applied before ranking, so `k` hits come
+    /// back whenever `k` passing passages match.
+    pub filter: Option<Filter>,
+    /// A filtered dense search scans a segment exactly, instead of walking its HNSW graph, when
+    /// at most this many of its passages pass the filter (default [`FILTERED_EXACT_BELOW`]).
+    pub filtered_exact_below: usize,
 }
+
+/// Filtered dense search scans a segment exactly when at most this many of its passages pass:
+/// the size below which segments get no graph at all, so a filtered scan costs no more than an
+/// unfiltered small segment (about a millisecond), and its recall is exact. Measured in
+/// BENCHMARKS.md (filtered HNSW recall by selectivity).
+pub const FILTERED_EXACT_BELOW: usize = crate::dense::HNSW_MIN_VECTORS;
 
 /// The HNSW beam width used unless told otherwise: recall@10 >= 0.98 on lector's benchmarks
 /// (BENCHMARKS.md) at a fraction of an exact scan's cost on large segments.
@@ -38,6 +52,8 @@ impl SearchOptions {
             fusion: Fusion::Rrf { k: 60.0 },
             fusion_depth: DEFAULT_FUSION_DEPTH,
             ef: Some(DEFAULT_EF),
+            filter: None,
+            filtered_exact_below: FILTERED_EXACT_BELOW,
         }
     }
 }
@@ -50,11 +66,14 @@ impl Index {
         options: &SearchOptions,
         embedder: Option<&'a dyn Embedder>,
     ) -> Result<Box<dyn Retriever + 'a>> {
-        let bm25 = self.bm25(options.bm25);
+        let allowed = options.filter.as_ref().map(|f| Arc::new(self.allowed(f)));
+        let bm25 = self.bm25(options.bm25).only(allowed.clone());
         if options.mode == Mode::Bm25 {
             return Ok(Box::new(bm25));
         }
-        let dense = self.dense(embedder, options.ef)?;
+        let mut dense = self.dense(embedder, options.ef)?;
+        dense.allowed = allowed;
+        dense.exact_below = options.filtered_exact_below;
         Ok(match options.mode {
             Mode::Dense => Box::new(dense),
             _ => Box::new(HybridRetriever {
@@ -90,6 +109,8 @@ impl Index {
             index: self,
             embedder,
             ef,
+            allowed: None,
+            exact_below: FILTERED_EXACT_BELOW,
         })
     }
 }
@@ -99,6 +120,8 @@ pub struct DenseRetriever<'a> {
     index: &'a Index,
     embedder: &'a dyn Embedder,
     ef: Option<usize>,
+    allowed: Option<Arc<Allowed>>,
+    exact_below: usize,
 }
 
 impl DenseRetriever<'_> {
@@ -106,10 +129,20 @@ impl DenseRetriever<'_> {
     fn nearest(&self, query: &[f32], k: usize) -> Vec<(f64, usize, u32)> {
         let mut scored = Vec::new();
         for (s, live) in self.index.segments.iter().enumerate() {
-            if let Some(vectors) = &live.vectors {
-                let found = vectors.search(query, k, self.ef, |p| live.is_live(p));
-                scored.extend(found.into_iter().map(|(v, p)| (f64::from(v), s, p)));
-            }
+            let Some(vectors) = &live.vectors else {
+                continue;
+            };
+            let found = match self.allowed.as_deref() {
+                None => vectors.search(query, k, self.ef, |p| live.is_live(p)),
+                Some(allowed) if allowed.passages[s] == 0 => continue,
+                Some(allowed) => {
+                    // A selective filter starves the graph walk of passing neighbours; a scan
+                    // of the few passing rows is both exact and cheap.
+                    let ef = self.ef.filter(|_| allowed.passages[s] > self.exact_below);
+                    vectors.search(query, k, ef, |p| allowed.keeps(self.index, s, p))
+                }
+            };
+            scored.extend(found.into_iter().map(|(v, p)| (f64::from(v), s, p)));
         }
         self.index.top(scored, k)
     }

@@ -11,6 +11,7 @@ use crate::codec::{DecodeResult, Decoder, Encoder};
 use crate::document::{ContentHash, Document};
 use crate::passage::{chunk, ChunkConfig, Span};
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 const MAGIC: &[u8; 8] = b"LXSEG001";
 
@@ -44,9 +45,25 @@ pub(crate) struct Segment {
     pub terms: HashMap<String, u32>,
     /// Per term: (passage, term frequency), passages ascending.
     pub postings: Vec<Vec<(u32, u32)>>,
+    /// Each document's metadata parsed, on first use by a filter.
+    parsed_metadata: OnceLock<Vec<Option<serde_json::Value>>>,
 }
 
 impl Segment {
+    /// Document `d`'s metadata as JSON (parsed once per segment, when a filter first asks).
+    pub fn metadata(&self, d: usize) -> Option<&serde_json::Value> {
+        let parsed = self.parsed_metadata.get_or_init(|| {
+            self.docs
+                .iter()
+                .map(|doc| {
+                    let text = doc.metadata.as_deref()?;
+                    serde_json::from_str(text).ok()
+                })
+                .collect()
+        });
+        parsed[d].as_ref()
+    }
+
     /// Chunks and analyses `docs` into a new segment.
     pub fn build<'a>(
         docs: impl IntoIterator<Item = &'a Document>,

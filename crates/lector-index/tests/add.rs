@@ -10,6 +10,7 @@ fn options(commit_every: usize, strict: bool) -> AddOptions {
         ingest: IngestOptions::default(),
         commit_every,
         strict,
+        fields: Default::default(),
     }
 }
 

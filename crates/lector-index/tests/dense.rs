@@ -428,3 +428,104 @@ fn dense_shards_added_whole_keep_their_vectors_and_rank_as_one_index() {
         .to_string();
     assert!(err.contains("other passage vectors"), "{err}");
 }
+
+/// Hits as (document id, passage, score).
+fn ranked(
+    index: &Index,
+    embedder: &Counting,
+    options: &SearchOptions,
+    q: &str,
+    k: usize,
+) -> Vec<(String, usize, f64)> {
+    let retriever = index.retriever(options, Some(embedder)).unwrap();
+    let hits = retriever.retrieve(q, k).unwrap();
+    hits.into_iter()
+        .map(|h| (h.doc_id, h.passage, h.score))
+        .collect()
+}
+
+#[test]
+fn filters_apply_before_ranking_in_every_mode_and_leave_scores_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut docs = scifact(300);
+    for (i, doc) in docs.iter_mut().enumerate() {
+        doc.set_field("bucket", (i % 10).into());
+        doc.set_field("year", (2015 + i % 10).into());
+    }
+    let embedder = embedder();
+    let mut writer = graph_writer(dir.path(), &embedder);
+    for doc in &docs {
+        writer.add(doc.clone());
+    }
+    writer.commit().unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    assert!(index.stats().hnsw_passages > 0, "the segment has a graph");
+    let passing: HashSet<String> = docs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 10 == 3)
+        .map(|(_, d)| d.id.clone())
+        .collect();
+    let filter = lector_index::Filter::parse("bucket == 3 and year >= 2018").unwrap();
+    let q = "vitamin D deficiency and bone density";
+    for mode in [Mode::Bm25, Mode::Dense, Mode::Hybrid] {
+        for exact in [false, true] {
+            let mut plain = SearchOptions::for_index(&index, mode);
+            if exact {
+                plain.ef = None;
+            }
+            let filtered = SearchOptions {
+                filter: Some(filter.clone()),
+                ..plain.clone()
+            };
+            let hits = ranked(&index, &embedder, &filtered, q, 10);
+            assert_eq!(
+                hits.len(),
+                10,
+                "{mode:?}: k passing passages exist, k come back"
+            );
+            assert!(
+                hits.iter().all(|h| passing.contains(&h.0)),
+                "{mode:?}: {hits:?}"
+            );
+            if mode == Mode::Hybrid {
+                continue; // fused scores depend on the fused lists' depth, filtered or not
+            }
+            // The filtered ranking is the unfiltered one with failing passages left out, same
+            // scores (the unfiltered one taken deep enough to hold ten passing passages).
+            let deep = SearchOptions {
+                ef: plain.ef.map(|_| 2000),
+                ..plain.clone()
+            };
+            let everything = ranked(&index, &embedder, &deep, q, 2000);
+            let expected: Vec<_> = everything
+                .into_iter()
+                .filter(|h| passing.contains(&h.0))
+                .take(10)
+                .collect();
+            assert_eq!(hits, expected, "{mode:?} exact={exact}");
+        }
+    }
+    // The graph walk itself (no exact fallback) also returns only passing passages, k of them.
+    let walk = SearchOptions {
+        filter: Some(filter.clone()),
+        filtered_exact_below: 0,
+        ..SearchOptions::for_index(&index, Mode::Dense)
+    };
+    let hits = ranked(&index, &embedder, &walk, q, 10);
+    assert_eq!(hits.len(), 10);
+    assert!(hits.iter().all(|h| passing.contains(&h.0)));
+    // Fewer passing passages than k: all of them; none passing: nothing, no error.
+    let one = SearchOptions {
+        filter: Some(lector_index::Filter::parse(&format!("id == \"{}\"", docs[3].id)).unwrap()),
+        ..SearchOptions::for_index(&index, Mode::Hybrid)
+    };
+    let hits = ranked(&index, &embedder, &one, q, 10);
+    let passages = index.document(&docs[3].id).unwrap().passages.len();
+    assert_eq!(hits.len(), passages);
+    let none = SearchOptions {
+        filter: Some(lector_index::Filter::parse("bucket > 100").unwrap()),
+        ..SearchOptions::for_index(&index, Mode::Hybrid)
+    };
+    assert!(ranked(&index, &embedder, &none, q, 10).is_empty());
+}

@@ -20,6 +20,7 @@ fn add_skipping_invalid(writer: &mut IndexWriter, path: &Path, options: &IngestO
         ingest: *options,
         commit_every: usize::MAX,
         strict: false,
+        fields: Default::default(),
     };
     let walk = ingest::walk(&[path.to_path_buf()]);
     let counts = lector_index::add_files(writer, walk, &add, &mut |_| {}).unwrap();

@@ -15,7 +15,8 @@ pub struct Document {
     pub text: String,
     /// Optional date, kept verbatim (no calendar parsing).
     pub date: Option<String>,
-    /// Optional free-form metadata, kept as JSON.
+    /// Optional metadata: a JSON object whose fields filters can test
+    /// (see `lector_index::filter`).
     pub metadata: Option<serde_json::Value>,
 }
 
@@ -31,6 +32,21 @@ impl Document {
             text: text.into(),
             date: None,
             metadata: None,
+        }
+    }
+
+    /// Sets metadata field `key` (replacing one of that name); `false`, changing nothing, when
+    /// the metadata is not a JSON object.
+    pub fn set_field(&mut self, key: &str, value: serde_json::Value) -> bool {
+        let metadata = self
+            .metadata
+            .get_or_insert_with(|| serde_json::Value::Object(Default::default()));
+        match metadata.as_object_mut() {
+            Some(fields) => {
+                fields.insert(key.to_string(), value);
+                true
+            }
+            None => false,
         }
     }
 

@@ -143,7 +143,12 @@ fn record(bytes: &[u8], path: &Path, line: usize) -> Result<Document> {
             format!("document `{id}` has no `text` field"),
         )
     })?;
-    let metadata = map.get("metadata").filter(|m| !is_empty_json(m)).cloned();
+    // `meta` is Haystack's name for the same object.
+    let metadata = map.get("metadata").or_else(|| map.get("meta"));
+    if metadata.is_some_and(|m| !(m.is_object() || m.is_null())) {
+        return Err(invalid(path, Some(line), "`metadata` must be an object"));
+    }
+    let metadata = metadata.filter(|m| !is_empty_json(m)).cloned();
     Ok(Document {
         title: field("title")?.filter(|t| !t.is_empty()),
         date: field("date")?,

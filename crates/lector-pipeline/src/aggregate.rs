@@ -18,6 +18,7 @@
 
 use lector_eval::normalize::normalize_answer;
 use lector_index::Hit;
+use lector_ingest::page_of;
 use lector_reader::{Answer, Prediction};
 use serde::Serialize;
 
@@ -76,6 +77,12 @@ pub struct Evidence {
     pub title: Option<String>,
     /// The document date, verbatim.
     pub date: Option<String>,
+    /// The document metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+    /// The page (1-based) of the answer's first character, for documents with pages (PDF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<usize>,
     /// 1-based rank of the passage among those read (the reranker's, with a reranker).
     pub rank: usize,
     /// Position of the passage in its document (0-based).
@@ -253,6 +260,8 @@ fn candidate(reading: &PassageReading, rank: usize, answer: &Answer, rank_prior:
             doc_id: hit.doc_id.clone(),
             title: hit.title.clone(),
             date: reading.date.clone(),
+            metadata: hit.metadata.clone(),
+            page: page_of(hit.metadata.as_ref(), hit.span.char_start + answer.start),
             rank,
             passage: hit.passage,
             passage_text: hit.text.clone(),
@@ -364,6 +373,8 @@ pub(crate) mod tests {
             hit: Hit {
                 doc_id: doc.into(),
                 title: None,
+                metadata: None,
+                page: None,
                 passage: 1,
                 span: Span {
                     byte_start: 100,

@@ -3,7 +3,9 @@
 //! question is answered the same way whichever face it comes through.
 
 use crate::{Calibration, Error, Pipeline, Result};
-use lector_index::{Bm25Params, Embedder, Fusion, Hit, Index, Mode, PassageScorer, Retriever};
+use lector_index::{
+    Bm25Params, Embedder, Filter, Fusion, Hit, Index, Mode, PassageScorer, Retriever,
+};
 use lector_index::{SearchOptions, DEFAULT_EF, DEFAULT_RERANK_DEPTH};
 use lector_models::registry::wheel_model;
 use lector_models::{CrossEncoder, SentenceEmbedder};
@@ -26,6 +28,8 @@ pub struct RetrievalConfig {
     pub ef: Option<usize>,
     /// Embedder checkpoint for dense search; `None`: the registry's all-MiniLM-L6-v2.
     pub embedder: Option<PathBuf>,
+    /// Only documents passing this filter are retrieved.
+    pub filter: Option<Filter>,
 }
 
 impl Default for RetrievalConfig {
@@ -37,6 +41,7 @@ impl Default for RetrievalConfig {
             fusion: Fusion::Rrf { k: 60.0 },
             ef: Some(DEFAULT_EF),
             embedder: None,
+            filter: None,
         }
     }
 }
@@ -69,6 +74,7 @@ impl RetrievalConfig {
         }
         options.fusion = self.fusion.clone();
         options.ef = self.ef.map(|ef| ef.max(1));
+        options.filter = self.filter.clone();
         Ok(options)
     }
 

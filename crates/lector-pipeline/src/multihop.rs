@@ -39,7 +39,7 @@ pub use titles::TitleIndex;
 use crate::aggregate::{Aggregation, Candidate, Evidence, PassageReading};
 use crate::{default_search, ms, Error, Pipeline, Response, Result};
 use lector_eval::normalize::normalized_tokens;
-use lector_index::{Hit, Retriever};
+use lector_index::{Filter, Hit, Mode, Retriever, SearchOptions};
 use lector_reader::{Prediction, Query, ReadParams};
 use paths::{score_paths, Expansion, FirstHop, ScoredPath};
 use serde::Serialize;
@@ -275,7 +275,8 @@ impl Pipeline {
         }
         let hop2_start = Instant::now();
         let mut pool = Pool::default();
-        let scored = self.second_hop(question, &first, &bridges, hops, &mut pool)?;
+        let filter = search.filter.as_ref();
+        let scored = self.second_hop(question, &first, &bridges, hops, filter, &mut pool)?;
         let top: Vec<ScoredPath> = scored.iter().take(hops.paths).copied().collect();
         let mut answered = self.read_paths(question, &top, &pool, options)?;
         // The stage timings are hop 1's; each hop's total is in the trace.
@@ -384,9 +385,10 @@ impl Pipeline {
         first: &[Hit],
         bridges: &[Vec<String>],
         hops: &HopOptions,
+        filter: Option<&Filter>,
         pool: &mut Pool,
     ) -> Result<Vec<ScoredPath>> {
-        let searches = self.second_hop_retrievers(hops.second_hop)?;
+        let searches = self.second_hop_retrievers(hops.second_hop, filter)?;
         let mut ranks = HashMap::new();
         for (rank, hit) in first.iter().enumerate() {
             ranks.insert(pool.add(hit), rank + 1);
@@ -415,7 +417,7 @@ impl Pipeline {
             }
             for doc_id in titles.mentions(&hit.text) {
                 if doc_id != hit.doc_id {
-                    if let Some(linked) = self.first_passage(doc_id) {
+                    if let Some(linked) = self.first_passage(doc_id, filter) {
                         expansion.linked.push(pool.add(&linked));
                     }
                 }
@@ -424,7 +426,7 @@ impl Pipeline {
         }
         let named_docs = titles.mentions(question);
         for doc_id in &named_docs {
-            if let Some(hit) = self.first_passage(doc_id) {
+            if let Some(hit) = self.first_passage(doc_id, filter) {
                 pool.add(&hit);
             }
         }
@@ -441,27 +443,36 @@ impl Pipeline {
     }
 
     /// The retrievers of the second hop.
-    fn second_hop_retrievers(&self, how: SecondHop) -> Result<Vec<Box<dyn Retriever + '_>>> {
-        let mut out: Vec<Box<dyn Retriever + '_>> = Vec::new();
+    fn second_hop_retrievers(
+        &self,
+        how: SecondHop,
+        filter: Option<&Filter>,
+    ) -> Result<Vec<Box<dyn Retriever + '_>>> {
+        let mut out = Vec::new();
+        let mut search = SearchOptions::for_index(&self.index, Mode::Bm25);
+        search.filter = filter.cloned();
         if how != SecondHop::Dense {
-            out.push(Box::new(self.index.bm25(self.index.settings().bm25)));
+            out.push(self.index.retriever(&search, None)?);
         }
         if how != SecondHop::Lexical {
-            let dense = self
-                .index
-                .dense(self.embedder.as_deref(), Some(lector_index::DEFAULT_EF))?;
-            out.push(Box::new(dense));
+            search.mode = Mode::Dense;
+            out.push(self.index.retriever(&search, self.embedder.as_deref())?);
         }
         Ok(out)
     }
 
-    /// The first passage of a document, as a hit with no retrieval score.
-    fn first_passage(&self, doc_id: &str) -> Option<Hit> {
+    /// The first passage of a document that passes `filter`, as a hit with no retrieval score.
+    fn first_passage(&self, doc_id: &str, filter: Option<&Filter>) -> Option<Hit> {
         let doc = self.index.document(doc_id)?;
+        if !filter.is_none_or(|f| doc.passes(f)) {
+            return None;
+        }
         let span = *doc.passages.first()?;
         Some(Hit {
             doc_id: doc.id.to_string(),
             title: doc.title.map(str::to_string),
+            metadata: doc.metadata.and_then(|m| serde_json::from_str(m).ok()),
+            page: None,
             passage: 0,
             span,
             text: doc.text[span.byte_start..span.byte_end].to_string(),
@@ -666,6 +677,8 @@ fn evidence(pipeline: &Pipeline, hit: &Hit, start: usize, end: usize) -> Evidenc
         doc_id: hit.doc_id.clone(),
         title: hit.title.clone(),
         date: pipeline.date_of(&hit.doc_id),
+        metadata: hit.metadata.clone(),
+        page: lector_ingest::page_of(hit.metadata.as_ref(), hit.span.char_start + start),
         rank: 1,
         passage: hit.passage,
         passage_text: hit.text.clone(),
@@ -754,7 +767,8 @@ impl Pipeline {
         response: &mut Response,
         trace: &mut HopTrace,
     ) -> Result<()> {
-        let entities = self.entities(analysis, top, pool)?;
+        let filter = options.search.as_ref().and_then(|s| s.filter.as_ref());
+        let entities = self.entities(analysis, top, pool, filter)?;
         let [a, b] = match entities.as_slice() {
             [a, b, ..] => [a, b],
             _ => return Ok(()),
@@ -789,11 +803,17 @@ impl Pipeline {
 
     /// The two entities compared: the options' passages (by title, else retrieved for the
     /// option), or for yes/no the passages of the best pair.
-    fn entities(&self, analysis: &Analysis, top: &[ScoredPath], pool: &Pool) -> Result<Vec<Hit>> {
+    fn entities(
+        &self,
+        analysis: &Analysis,
+        top: &[ScoredPath],
+        pool: &Pool,
+        filter: Option<&Filter>,
+    ) -> Result<Vec<Hit>> {
         if let Some(names) = &analysis.options {
             let mut out = Vec::new();
             for name in names {
-                match self.passage_named(name, pool)? {
+                match self.passage_named(name, pool, filter)? {
                     Some(hit) => out.push(hit),
                     None => return Ok(Vec::new()),
                 }
@@ -808,9 +828,14 @@ impl Pipeline {
 
     /// The passage about `name`: a document with that title, else the passage among those seen
     /// whose title shares most words with it, else BM25's best for the name.
-    fn passage_named(&self, name: &str, pool: &Pool) -> Result<Option<Hit>> {
+    fn passage_named(
+        &self,
+        name: &str,
+        pool: &Pool,
+        filter: Option<&Filter>,
+    ) -> Result<Option<Hit>> {
         if let Some(doc_id) = self.titles().lookup(name).first() {
-            return Ok(self.first_passage(doc_id));
+            return Ok(self.first_passage(doc_id, filter));
         }
         let wanted = titles::title_words(name);
         let share = |hit: &Hit| {
@@ -828,7 +853,7 @@ impl Pipeline {
                 return Ok(Some(hit.clone()));
             }
         }
-        let bm25 = self.index.bm25(self.index.settings().bm25);
+        let bm25 = self.index.bm25(self.index.settings().bm25).filtered(filter);
         Ok(bm25.retrieve(name, 1)?.into_iter().next())
     }
 }

@@ -32,6 +32,7 @@ pub fn document_run(
     let passages = depth.saturating_mul(DOCUMENT_DEPTH);
     let mut rankings = Vec::with_capacity(queries.len());
     let mut latencies = Vec::with_capacity(queries.len());
+    let bm25 = index.bm25(options.bm25).filtered(options.filter.as_ref());
     for q in queries {
         let started = Instant::now();
         let ranking = match reranker {
@@ -39,9 +40,7 @@ pub fn document_run(
                 &ranked(retriever, reranker, &q.text, passages)?,
                 depth,
             )),
-            None if options.mode == Mode::Bm25 => {
-                scored(index.bm25(options.bm25).documents(&q.text, depth))
-            }
+            None if options.mode == Mode::Bm25 => scored(bm25.documents(&q.text, depth)),
             None => scored(rank_documents(
                 &retriever.retrieve(&q.text, passages)?,
                 depth,

@@ -16,7 +16,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
-use lector_index::{AddOutcome, Document, DocumentCursor, Mode, SearchOptions};
+use lector_index::{AddOutcome, Document, DocumentCursor, Filter, Mode, SearchOptions};
 use lector_pipeline::multihop::{Decomposition, LlmDecomposer};
 use lector_pipeline::{AskOptions, Response};
 use lector_querylog::{AskSettings, Entry};
@@ -88,6 +88,10 @@ pub struct AskRequest {
     pub top_p: Option<f64>,
     /// Generative, sampling: the seed [default: a new one each time].
     pub seed: Option<u64>,
+    /// Only documents passing this filter: Haystack 2's JSON shape
+    /// (`{"field": "meta.year", "operator": ">=", "value": 2023}`, joined with
+    /// `{"operator": "AND", "conditions": [...]}`) or the command line's text syntax as a string.
+    pub filter: Option<Value>,
 }
 
 /// What an ask does.
@@ -164,6 +168,8 @@ pub struct SearchParams {
     pub k: usize,
     /// `bm25`, `dense` or `hybrid` [default: the server's].
     pub mode: Option<String>,
+    /// Only documents passing this filter (the command line's text syntax).
+    pub filter: Option<String>,
 }
 
 fn default_search_k() -> usize {
@@ -225,7 +231,7 @@ pub async fn ask(
         return Err(ApiError::bad_request("the question is empty"));
     }
     let (mode, retrieval) = request.modes()?;
-    let search = search_options(&state, retrieval)?;
+    let search = search_options(&state, retrieval, request_filter(request.filter.as_ref())?)?;
     if mode == AnswerMode::Generative {
         let ask = generative_ask(&request, search)?;
         return generative::ask(state, admission, ask, started).await;
@@ -320,13 +326,34 @@ fn check_k(k: usize) -> Result<(), ApiError> {
     }
 }
 
-/// The server's search options with the request's mode.
-fn search_options(state: &AppState, mode: Option<&str>) -> Result<SearchOptions, ApiError> {
+/// The server's search options with the request's mode and filter. A filter the server was
+/// started with stays: the request's can only narrow it.
+fn search_options(
+    state: &AppState,
+    mode: Option<&str>,
+    filter: Option<Filter>,
+) -> Result<SearchOptions, ApiError> {
     let mut options = state.config.search.clone();
     if let Some(mode) = mode {
         options.mode = mode.parse::<Mode>().map_err(ApiError::bad_request)?;
     }
+    options.filter = match (options.filter.take(), filter) {
+        (Some(fixed), Some(asked)) => Some(Filter::And(vec![fixed, asked])),
+        (fixed, asked) => fixed.or(asked),
+    };
     Ok(options)
+}
+
+/// An ask's `filter`: a JSON filter object, or a string in the text syntax.
+fn request_filter(filter: Option<&Value>) -> Result<Option<Filter>, ApiError> {
+    let parsed = match filter {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(text)) => Filter::parse(text),
+        Some(json) => Filter::from_json(json),
+    };
+    parsed
+        .map(Some)
+        .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
 fn answer(
@@ -422,7 +449,9 @@ pub async fn search(
         return Err(ApiError::bad_request("the query `q` is empty"));
     }
     check_k(params.k)?;
-    let options = search_options(&state, params.mode.as_deref())?;
+    let filter = params.filter.as_deref().map(Filter::parse).transpose();
+    let filter = filter.map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let options = search_options(&state, params.mode.as_deref(), filter)?;
     let shared = state.clone();
     let out = state
         .gate
@@ -508,6 +537,12 @@ fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
         Some("the id is empty")
     } else if doc.text.trim().is_empty() {
         Some("the text is empty")
+    } else if doc
+        .metadata
+        .as_ref()
+        .is_some_and(|m| !(m.is_object() || m.is_null()))
+    {
+        Some("`metadata` must be an object")
     } else {
         None
     };
@@ -522,7 +557,7 @@ fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
         title: doc.title,
         text: doc.text,
         date: doc.date,
-        metadata: doc.metadata,
+        metadata: doc.metadata.filter(|m| !m.is_null()),
     })
 }
 

@@ -907,3 +907,103 @@ fn read_only_servers_follow_the_writers_commits_whole() {
         assert_eq!(replica.post("/v1/documents", "{}").0, 403);
     }
 }
+
+#[test]
+fn asks_and_searches_take_a_filter_in_json_or_text() {
+    let server = Server::default();
+    let docs = json!([
+        {"id": "acme-2023", "text": "The Acme support office is in Lisbon.", "metadata": {"product": "a", "year": 2023}},
+        {"id": "acme-2024", "text": "The Acme support office is in Porto.", "metadata": {"product": "b", "year": 2024}}
+    ]);
+    let (status, body) = server.post("/v1/documents", &docs.to_string());
+    assert_eq!(status, 201, "{body}");
+    let question = "Where is the Acme support office?";
+    for (filter, city, id) in [
+        (
+            json!({"field": "meta.product", "operator": "==", "value": "b"}),
+            "Porto",
+            "acme-2024",
+        ),
+        (
+            json!({"operator": "AND", "conditions": [
+            {"field": "year", "operator": "<", "value": 2024},
+            {"field": "product", "operator": "in", "value": ["a", "c"]}]}),
+            "Lisbon",
+            "acme-2023",
+        ),
+        (json!("product == \"a\""), "Lisbon", "acme-2023"),
+    ] {
+        let answer = server.ask(json!({"question": question, "filter": filter}));
+        assert_eq!(answer["answer"]["text"], city, "{filter}");
+        let evidence = &answer["answer"]["evidence"];
+        assert_eq!(evidence["doc_id"], id);
+        assert!(evidence["metadata"]["year"].is_u64(), "{evidence}");
+        let read: Vec<&str> = answer["passages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["doc_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(read, [id], "only passing documents are read: {filter}");
+    }
+    // Nothing passes: an abstention, not an error or another document's answer.
+    let none = server.ask(json!({"question": question, "filter": "year > 2030"}));
+    assert!(none["answer"].is_null(), "{none}");
+
+    let (status, body) = server.get("/v1/search?q=Acme%20office&filter=year%20%3E%3D%202024");
+    assert_eq!(status, 200, "{body}");
+    let hits = error_free(&body)["hits"].as_array().unwrap().clone();
+    let ids: Vec<&str> = hits.iter().map(|h| h["doc_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["acme-2024"]);
+    assert_eq!(hits[0]["metadata"]["product"], "b");
+
+    let bad = json!({"question": question, "filter": {"operator": "AND", "conditions": [{"field": "year", "operator": "~", "value": 1}]}});
+    let (status, body) = server.post("/v1/ask", &bad.to_string());
+    assert_eq!(status, 400);
+    assert!(
+        error(&body).contains("filter.conditions[0].operator"),
+        "{body}"
+    );
+    let (status, body) = server.get("/v1/search?q=Acme&filter=year%20%3E%3E%201");
+    assert_eq!(status, 400);
+    assert!(error(&body).contains("column"), "{body}");
+    let bad_doc = json!({"id": "x", "text": "Some text.", "metadata": ["not", "an", "object"]});
+    let (status, body) = server.post("/v1/documents", &bad_doc.to_string());
+    assert_eq!(status, 400);
+    assert!(
+        error(&body).contains("`metadata` must be an object"),
+        "{body}"
+    );
+}
+
+#[test]
+fn a_filter_the_server_starts_with_is_narrowed_by_requests_never_widened() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = common::sample_writer(dir.path());
+    for (id, city, team) in [("a", "Lisbon", "blue"), ("b", "Porto", "red")] {
+        let mut doc =
+            lector_index::Document::new(id, format!("The Acme support office is in {city}."));
+        doc.set_field("team", team.into());
+        writer.add(doc);
+    }
+    writer.commit().unwrap();
+    let index = writer.committed().clone();
+    let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
+    let mut search = SearchOptions::for_index(&index, Mode::Bm25);
+    search.filter = Some(lector_index::Filter::parse("team == \"blue\"").unwrap());
+    let config = Config::new(search, Limits::default());
+    let state = AppState::new(Pipeline::new(index, reader), Some(writer), None, config).unwrap();
+    let server = Server::launch(state, dir);
+    let question = "Where is the Acme support office?";
+    let answer = server.ask(json!({"question": question}));
+    assert_eq!(answer["answer"]["text"], "Lisbon");
+    // Asking for the other team's documents gets nothing: the two filters are joined by `and`.
+    let widened =
+        server.ask(json!({"question": question, "filter": "team == \"red\" or team == \"blue\""}));
+    assert_eq!(widened["answer"]["text"], "Lisbon");
+    let other = server.ask(json!({"question": question, "filter": {"field": "team", "operator": "==", "value": "red"}}));
+    assert!(other["answer"].is_null(), "{other}");
+    let (_, body) = server.get("/v1/search?q=Acme%20office%20Porto&k=20");
+    let hits = error_free(&body)["hits"].as_array().unwrap().clone();
+    assert!(hits.iter().all(|h| h["doc_id"] == "a"), "{hits:?}");
+}

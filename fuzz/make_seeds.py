@@ -112,6 +112,12 @@ def seeds_html(repo, sample, out):
           f"&hellip;</h1><p>5 &lt; 6 &#x27;quoted&#39; &notin; &NotAnEntity;<br>{body}")
 
 
+def seeds_docx(repo, out):
+    fixtures = repo / "crates/lector-ingest/tests/fixtures"
+    for name in ["manual.docx", "word-style.docx"]:
+        write(out, "ingest_docx", name.removesuffix(".docx"), (fixtures / name).read_bytes())
+
+
 def seeds_window(data, out):
     dev = json.loads((data / "squad/dev-v1.1.json").read_text())
     for i, article in enumerate(dev["data"][:4]):
@@ -225,6 +231,7 @@ def main():
     seeds_trec(data, out)
     seeds_server(sample, out)
     seeds_html(repo, sample, out)
+    seeds_docx(repo, out)
     seeds_window(data, out)
     seeds_gguf(gguf, out)
 

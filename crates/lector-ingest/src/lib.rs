@@ -6,6 +6,7 @@
 //! | `.md`, `.markdown` | one per file, text kept verbatim (offsets map to the file); title = first `# ` heading |
 //! | `.html`, `.htm` | one per file: visible text ([`html`], an HTML5 parser); title = `<title>` |
 //! | `.pdf` | one per file: the pages' text joined by form feeds ([`pdf`], text only, no OCR); metadata `pages` = each page's first character ([`page_of`]), `author`, `created`; title = the PDF's title |
+//! | `.docx` | one per file: paragraphs in document order, one per line, a blank line before each heading, table rows as lines of ` \| `-joined cells ([`docx`]); metadata `sections` = each heading's `{start, level, title}` ([`section_path`]), `author`, `created`, `modified`; title = the document's title property, else its first Title or level-1 heading |
 //! | `.jsonl` | one per line: `{id, title?, text, date?, metadata?}`, or BEIR `{_id, title, text}` |
 //! | `.json` | a SQuAD dataset: one per paragraph, id `<article title>#<paragraph index>` |
 //!
@@ -39,6 +40,7 @@
 //! ```
 
 pub mod document;
+pub mod docx;
 mod error;
 pub mod html;
 mod jsonl;
@@ -48,6 +50,7 @@ mod squad;
 mod walk;
 
 pub use document::{ContentHash, Document};
+pub use docx::section_path;
 pub use error::{Error, Result};
 pub use pdf::page_of;
 pub use read::{read_file, IngestOptions, Item, DEFAULT_MAX_DOCUMENT_BYTES};

@@ -1,12 +1,13 @@
 //! Turning one file into documents, within the size limit.
 //!
-//! Every path is bounded before it reads: whole-file formats (text, Markdown, HTML, PDF, SQuAD)
-//! check the file's size against the limit first, and JSONL reads one bounded line at a time.
+//! Every path is bounded before it reads: whole-file formats (text, Markdown, HTML, PDF, DOCX,
+//! SQuAD) check the file's size against the limit first, and JSONL reads one bounded line at a
+//! time.
 
 use crate::document::Document;
 use crate::error::{invalid, io, Error, Result};
 use crate::walk::{Format, SourceFile};
-use crate::{html, jsonl, pdf, squad};
+use crate::{docx, html, jsonl, pdf, squad};
 use std::io::Read;
 use std::path::Path;
 
@@ -52,6 +53,15 @@ pub fn read_file(
         Format::Pdf => {
             let item = match read_capped(&file.path, options)
                 .and_then(|bytes| pdf::read(file, &bytes, options))
+            {
+                Ok(doc) => checked(doc, &file.path, None, options),
+                Err(err) => Item::Invalid(err),
+            };
+            emit(item, file.bytes)
+        }
+        Format::Docx => {
+            let item = match read_capped(&file.path, options)
+                .and_then(|bytes| docx::read(file, &bytes, options))
             {
                 Ok(doc) => checked(doc, &file.path, None, options),
                 Err(err) => Item::Invalid(err),

@@ -14,6 +14,9 @@ pub enum Format {
     Html,
     /// PDF, its text page by page (one document per file).
     Pdf,
+    /// Word (Office Open XML), its paragraphs and tables in document order (one document per
+    /// file).
+    Docx,
     /// JSON lines, one document per line.
     Jsonl,
     /// A SQuAD dataset, one document per paragraph.
@@ -29,6 +32,7 @@ impl Format {
             "md" | "markdown" => Format::Markdown,
             "html" | "htm" => Format::Html,
             "pdf" => Format::Pdf,
+            "docx" => Format::Docx,
             "jsonl" => Format::Jsonl,
             "json" => Format::Squad,
             _ => return None,
@@ -119,7 +123,7 @@ fn add_file(path: &Path, root: &Path, bytes: u64, explicit: bool, out: &mut Walk
             out.errors.push(invalid(
                 path,
                 None,
-                "unsupported file type (txt, md, html, pdf, jsonl, json)",
+                "unsupported file type (txt, md, html, pdf, docx, jsonl, json)",
             ));
         } else {
             out.ignored.push(path.to_path_buf());

@@ -362,6 +362,10 @@ fn print_evidence(label: &str, e: &lector_pipeline::Evidence) {
         .as_deref()
         .map_or(String::new(), |d| format!(", dated {d}"));
     let page = e.page.map_or(String::new(), |p| format!("page {p}, "));
+    let page = match &e.section {
+        Some(section) => format!("{page}section \"{section}\", "),
+        None => page,
+    };
     println!(
         "{label}: {}{title}{date}, {page}passage {} (rank {} among the passages read), characters {}..{} of the document",
         e.doc_id, e.passage, e.rank, e.start, e.end

@@ -7,6 +7,7 @@ mod eval;
 mod generate;
 mod hops;
 mod index;
+mod keys;
 mod label;
 mod models;
 mod read;
@@ -95,6 +96,9 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Serve the HTTP API and the web page: ask, search, add and remove documents.
     Serve(serve::ServeArgs),
+    /// Named keys with scopes and tenants for `serve --keys`.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
     /// Labels made on the server's labelling page: export them as SQuAD v2.0 training data.
     #[command(subcommand)]
     Label(label::LabelCommand),
@@ -116,6 +120,7 @@ fn main() {
         Command::Index(cmd) => index::run(cmd),
         Command::Search(args) => search::run(args),
         Command::Ask(args) => ask::run(args),
+        Command::Keys(cmd) => keys::run(cmd),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Label(cmd) => label::run(cmd),

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use lector_generate::Generator;
 use lector_querylog::LogConfig;
-use lector_server::{ApiKey, Config, Limits, Opened};
+use lector_server::{ApiKey, Config, KeyFile, Limits, Opened};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +27,10 @@ pub struct ServeArgs {
     /// Read the API key from FILE (surrounding whitespace dropped).
     #[arg(long, value_name = "FILE", conflicts_with = "api_key")]
     api_key_file: Option<PathBuf>,
+    /// Named keys with scopes (ask, write, admin) and tenants, stored hashed in FILE (made by
+    /// `lector keys add`); the file is re-read when it changes, so keys rotate without a restart.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["api_key", "api_key_file"])]
+    keys: Option<PathBuf>,
     /// Also answer requests sent to this host name (e.g. the name a reverse proxy forwards):
     /// NAME, NAME:PORT or http(s)://NAME[:PORT]; pages may call the server from that one origin
     /// (https and the scheme's default port unless written). Loopback names and the bound
@@ -127,10 +131,19 @@ impl QueryLogOptions {
 
 pub fn run(args: ServeArgs) -> Result<()> {
     let dir = args.dir.path();
-    let api_key = api_key(&args)?;
-    warn_if_exposed(args.addr, api_key.as_ref(), args.insecure_no_auth)?;
+    let api_key = match args.keys {
+        Some(_) => None,
+        None => api_key(&args)?,
+    };
+    let keys = match &args.keys {
+        Some(path) => Some(Arc::new(KeyFile::open(path)?)),
+        None => None,
+    };
+    let authenticates = api_key.is_some() || keys.is_some();
+    warn_if_exposed(args.addr, authenticates, args.insecure_no_auth)?;
     let config = |search| Config {
         api_key,
+        keys,
         allowed_hosts: args.allowed_host.clone(),
         insecure_no_auth: args.insecure_no_auth,
         search,
@@ -209,13 +222,9 @@ fn limits(args: &ServeArgs) -> Limits {
 
 /// Refuses to serve beyond loopback without a key (before the server itself would), and warns
 /// when --insecure-no-auth allows it.
-fn warn_if_exposed(
-    addr: SocketAddr,
-    api_key: Option<&ApiKey>,
-    insecure_no_auth: bool,
-) -> Result<()> {
-    lector_server::access::check_exposure(addr, api_key, insecure_no_auth)?;
-    if !addr.ip().is_loopback() && api_key.is_none() {
+fn warn_if_exposed(addr: SocketAddr, authenticates: bool, insecure_no_auth: bool) -> Result<()> {
+    lector_server::access::check_exposure(addr, authenticates, insecure_no_auth)?;
+    if !addr.ip().is_loopback() && !authenticates {
         eprintln!(
             "warning: listening on {addr}, beyond this machine, without an API key (--insecure-no-auth): anyone who can reach it can read and change the index"
         );

@@ -862,3 +862,33 @@ fn a_folder_of_pdfs_is_indexed_and_answers_name_their_page() {
     let out = lector(&["ask", "What is the capital of Denmark?", "--index", index]);
     assert!(text(&out.stdout).contains("multicolumn.pdf, page 3, passage"));
 }
+
+#[test]
+fn answers_from_a_word_file_name_their_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = dir.path().join("index");
+    let index = index.to_str().unwrap();
+    // Made by LibreOffice from manual.html (crates/lector-ingest/tests/fixtures/README.md).
+    let manual =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../lector-ingest/tests/fixtures/manual.docx");
+    let out = lector(&["index", "add", manual.to_str().unwrap(), "--index", index]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for (question, answer, section) in [
+        (
+            "What is the minimum supported kernel version?",
+            "5.10",
+            "Installation > Linux",
+        ),
+        (
+            "At what time does the scheduled task run?",
+            "02:30",
+            "Installation > Windows",
+        ),
+    ] {
+        let out = lector(&["ask", question, "--index", index, "--json"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(response["answer"]["text"], answer);
+        assert_eq!(response["answer"]["evidence"]["section"], section);
+    }
+}

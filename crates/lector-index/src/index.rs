@@ -40,6 +40,10 @@ pub(crate) struct Allowed {
     docs: Vec<Vec<bool>>,
     /// How many passages of each segment pass.
     pub passages: Vec<usize>,
+    /// Whether BM25 counts only passing passages in its collection statistics.
+    pub own_statistics: bool,
+    /// The terms in all passing passages.
+    total_len: u64,
 }
 
 impl Allowed {
@@ -333,11 +337,15 @@ impl Index {
     /// live meanwhile at least once, and documents added meanwhile (in newer segments). When
     /// its segment was merged away, paging goes on at the next segment in the order, which holds
     /// the merge's output, so documents already seen may come again.
+    ///
+    /// With a `filter`, only passing documents count (for `skip` too) and come back; the work is
+    /// then every document stepped over, and the last page may be empty.
     pub fn documents_page(
         &self,
         from: Option<&DocumentCursor>,
         skip: usize,
         limit: usize,
+        filter: Option<&Filter>,
     ) -> DocumentPage<'_> {
         let order = self.segment_order();
         let mut at = from.map_or((0, 0), |cursor| self.resume(&order, cursor));
@@ -347,13 +355,13 @@ impl Index {
             let s = order[at.0];
             let live = &self.segments[s];
             let count = live.segment.docs.len() as u32;
-            if at.1 == 0 && skip >= self.live_documents(s) {
+            if filter.is_none() && at.1 == 0 && skip >= self.live_documents(s) {
                 skip -= self.live_documents(s);
                 at = (at.0 + 1, 0);
                 continue;
             }
             while at.1 < count && documents.len() < limit {
-                if !live.deleted[at.1 as usize] {
+                if !live.deleted[at.1 as usize] && self.passes(s, at.1 as usize, filter) {
                     match skip {
                         0 => documents.push(self.document_at(s, at.1)),
                         _ => skip -= 1,
@@ -372,6 +380,35 @@ impl Index {
                 position,
             });
         DocumentPage { documents, next }
+    }
+
+    /// Live documents that pass `filter` (all of them without one).
+    pub fn count(&self, filter: Option<&Filter>) -> usize {
+        match filter {
+            None => self.len(),
+            Some(f) => self
+                .allowed(f, false)
+                .docs
+                .iter()
+                .flatten()
+                .filter(|&&k| k)
+                .count(),
+        }
+    }
+
+    /// Whether document `d` of segment `s` passes `filter` (always without one).
+    fn passes(&self, s: usize, d: usize, filter: Option<&Filter>) -> bool {
+        let Some(filter) = filter else {
+            return true;
+        };
+        let segment = &self.segments[s].segment;
+        let doc = &segment.docs[d];
+        filter.matches(&FilterInput {
+            id: &doc.id,
+            title: doc.title.as_deref(),
+            date: doc.date.as_deref(),
+            metadata: segment.metadata(d),
+        })
     }
 
     /// Segment indices in the index's own order (see [`Self::documents_page`]).
@@ -440,25 +477,19 @@ impl Index {
         }
     }
 
-    /// The live documents that pass `filter`, evaluated once per document.
-    pub(crate) fn allowed(&self, filter: &Filter) -> Allowed {
+    /// The live documents that pass `filter`, evaluated once per document; with
+    /// `own_statistics`, BM25 computes N, df and the mean length over them alone.
+    pub(crate) fn allowed(&self, filter: &Filter, own_statistics: bool) -> Allowed {
         let mut allowed = Allowed {
             docs: Vec::with_capacity(self.segments.len()),
             passages: Vec::with_capacity(self.segments.len()),
+            own_statistics,
+            total_len: 0,
         };
-        for live in &self.segments {
+        for (s, live) in self.segments.iter().enumerate() {
             let segment = &live.segment;
             let docs: Vec<bool> = (0..segment.docs.len())
-                .map(|d| {
-                    let doc = &segment.docs[d];
-                    !live.deleted[d]
-                        && filter.matches(&FilterInput {
-                            id: &doc.id,
-                            title: doc.title.as_deref(),
-                            date: doc.date.as_deref(),
-                            metadata: segment.metadata(d),
-                        })
-                })
+                .map(|d| !live.deleted[d] && self.passes(s, d, Some(filter)))
                 .collect();
             let passages = segment
                 .docs
@@ -467,6 +498,12 @@ impl Index {
                 .filter(|(_, &keep)| keep)
                 .map(|(doc, _)| doc.passages as usize)
                 .sum();
+            allowed.total_len += segment
+                .passages
+                .iter()
+                .filter(|p| docs[p.doc as usize])
+                .map(|p| u64::from(p.len))
+                .sum::<u64>();
             allowed.docs.push(docs);
             allowed.passages.push(passages);
         }
@@ -508,7 +545,17 @@ impl Index {
         for term in self.analyzer.terms(query) {
             *query_terms.entry(term).or_default() += 1;
         }
-        let norm = TfNorm::new(params, self.avg_len());
+        // Statistics over the passing passages only, when asked (tenants: scores must not
+        // depend on documents the caller cannot see).
+        let own = allowed.filter(|a| a.own_statistics);
+        let (n, avg_len) = match own {
+            Some(a) => {
+                let n: usize = a.passages.iter().sum();
+                (n, a.total_len as f64 / n.max(1) as f64)
+            }
+            None => (self.live_passages, self.avg_len()),
+        };
+        let norm = TfNorm::new(params, avg_len);
         let mut scores: Vec<Vec<f64>> = self
             .segments
             .iter()
@@ -525,11 +572,17 @@ impl Index {
                         .map(|&t| &s.segment.postings[t as usize])
                 })
                 .collect();
-            let df: usize = self.live_postings(&lists).count();
+            let df = match own {
+                Some(a) => self
+                    .live_postings(&lists)
+                    .filter(|&(s, p, _)| a.keeps(self, s, p))
+                    .count(),
+                None => self.live_postings(&lists).count(),
+            };
             if df == 0 {
                 continue;
             }
-            let weight = f64::from(*qtf) * idf(self.live_passages, df);
+            let weight = f64::from(*qtf) * idf(n, df);
             for (s, passage, tf) in self.live_postings(&lists) {
                 let p = &self.segments[s].segment.passages[passage as usize];
                 scores[s][passage as usize] += weight * norm.weight(tf, p.len);
@@ -585,6 +638,7 @@ impl Index {
             // Parsed per hit: a filter-less search never pays for parsing the whole segment's.
             metadata: metadata.clone(),
             page: lector_ingest::page_of(metadata.as_ref(), passage.span.char_start),
+            section: lector_ingest::section_path(metadata.as_ref(), passage.span.char_start),
             passage: (p - doc.first_passage) as usize,
             span: passage.span,
             text: doc.text[passage.span.byte_start..passage.span.byte_end].to_string(),
@@ -684,7 +738,7 @@ pub struct DocumentHit {
 impl Bm25Retriever<'_> {
     /// Only documents passing `filter` come back (their scores are unchanged).
     pub fn filtered(self, filter: Option<&Filter>) -> Self {
-        let allowed = filter.map(|f| Arc::new(self.index.allowed(f)));
+        let allowed = filter.map(|f| Arc::new(self.index.allowed(f, false)));
         self.only(allowed)
     }
 
@@ -778,13 +832,16 @@ mod tests {
         let ids = |page: &DocumentPage| -> Vec<String> {
             page.documents.iter().map(|d| d.id.to_string()).collect()
         };
-        let all = index.documents_page(None, 0, 10);
+        let all = index.documents_page(None, 0, 10, None);
         assert_eq!(ids(&all), ["delta", "alpha", "charlie", "bravo"]);
         assert_eq!(all.next, None);
-        assert_eq!(ids(&index.documents_page(None, 1, 2)), ["alpha", "charlie"]);
-        assert!(index.documents_page(None, 4, 2).documents.is_empty());
+        assert_eq!(
+            ids(&index.documents_page(None, 1, 2, None)),
+            ["alpha", "charlie"]
+        );
+        assert!(index.documents_page(None, 4, 2, None).documents.is_empty());
         // Cursors: pages of two, through the encoded text a client sends back.
-        let first = index.documents_page(None, 0, 2);
+        let first = index.documents_page(None, 0, 2, None);
         assert_eq!(ids(&first), ["delta", "alpha"]);
         let text = first.next.as_ref().unwrap().encode();
         assert!(
@@ -793,11 +850,11 @@ mod tests {
             "{text}"
         );
         let cursor = DocumentCursor::decode(&text).unwrap();
-        let second = index.documents_page(Some(&cursor), 0, 2);
+        let second = index.documents_page(Some(&cursor), 0, 2, None);
         assert_eq!(ids(&second), ["charlie", "bravo"]);
         assert_eq!(second.next, None, "no live document after the page");
         assert_eq!(
-            index.documents_page(Some(&cursor), 0, 2).documents[0].text,
+            index.documents_page(Some(&cursor), 0, 2, None).documents[0].text,
             "The charlie document."
         );
         // A cursor outlives commits: a deletion before it and an addition after it.
@@ -806,7 +863,7 @@ mod tests {
         writer.commit().unwrap();
         let later = writer.committed().clone();
         assert_eq!(
-            ids(&later.documents_page(Some(&cursor), 0, 10)),
+            ids(&later.documents_page(Some(&cursor), 0, 10, None)),
             ["charlie", "bravo", "foxtrot"]
         );
         // Merges rewrite segments under the cursor: what it had not reached is still listed.
@@ -814,7 +871,7 @@ mod tests {
             writer.finish_merge(job.run()).unwrap();
         }
         let merged = writer.committed().clone();
-        let after = ids(&merged.documents_page(Some(&cursor), 0, 10));
+        let after = ids(&merged.documents_page(Some(&cursor), 0, 10, None));
         for id in ["charlie", "bravo", "foxtrot"] {
             assert!(
                 after.contains(&id.to_string()),

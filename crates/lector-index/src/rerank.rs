@@ -83,6 +83,7 @@ mod tests {
             title: None,
             metadata: None,
             page: None,
+            section: None,
             passage: 0,
             span: Span {
                 byte_start: 0,

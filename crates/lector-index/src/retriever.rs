@@ -88,6 +88,10 @@ pub struct Hit {
     /// The page (1-based) where the passage starts, for documents with pages (PDF).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page: Option<usize>,
+    /// The headings above the passage's start, for documents with sections (DOCX):
+    /// `Installation > Linux`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
     /// Position of the passage in its document (0-based).
     pub passage: usize,
     /// Where the passage lies in the document text.
@@ -199,6 +203,7 @@ mod tests {
             title: None,
             metadata: None,
             page: None,
+            section: None,
             passage: 0,
             span,
             text: "x".into(),

@@ -24,6 +24,10 @@ pub struct SearchOptions {
     /// Only documents that pass this filter come back; applied before ranking, so `k` hits come
     /// back whenever `k` passing passages match.
     pub filter: Option<Filter>,
+    /// BM25 computes its collection statistics (N, df, mean length) over the passages that pass
+    /// the filter alone, so that scores say nothing of documents outside it (a tenant's view);
+    /// by default they count every live passage and a filter changes no score.
+    pub statistics_within_filter: bool,
     /// A filtered dense search scans a segment exactly, instead of walking its HNSW graph, when
     /// at most this many of its passages pass the filter (default [`FILTERED_EXACT_BELOW`]).
     pub filtered_exact_below: usize,
@@ -53,6 +57,7 @@ impl SearchOptions {
             fusion_depth: DEFAULT_FUSION_DEPTH,
             ef: Some(DEFAULT_EF),
             filter: None,
+            statistics_within_filter: false,
             filtered_exact_below: FILTERED_EXACT_BELOW,
         }
     }
@@ -66,7 +71,8 @@ impl Index {
         options: &SearchOptions,
         embedder: Option<&'a dyn Embedder>,
     ) -> Result<Box<dyn Retriever + 'a>> {
-        let allowed = options.filter.as_ref().map(|f| Arc::new(self.allowed(f)));
+        let allowed = (options.filter.as_ref())
+            .map(|f| Arc::new(self.allowed(f, options.statistics_within_filter)));
         let bm25 = self.bm25(options.bm25).only(allowed.clone());
         if options.mode == Mode::Bm25 {
             return Ok(Box::new(bm25));

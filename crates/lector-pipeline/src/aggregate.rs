@@ -18,7 +18,7 @@
 
 use lector_eval::normalize::normalize_answer;
 use lector_index::Hit;
-use lector_ingest::page_of;
+use lector_ingest::{page_of, section_path};
 use lector_reader::{Answer, Prediction};
 use serde::Serialize;
 
@@ -83,6 +83,9 @@ pub struct Evidence {
     /// The page (1-based) of the answer's first character, for documents with pages (PDF).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<usize>,
+    /// The headings above the answer, for documents with sections (DOCX).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
     /// 1-based rank of the passage among those read (the reranker's, with a reranker).
     pub rank: usize,
     /// Position of the passage in its document (0-based).
@@ -262,6 +265,7 @@ fn candidate(reading: &PassageReading, rank: usize, answer: &Answer, rank_prior:
             date: reading.date.clone(),
             metadata: hit.metadata.clone(),
             page: page_of(hit.metadata.as_ref(), hit.span.char_start + answer.start),
+            section: section_path(hit.metadata.as_ref(), hit.span.char_start + answer.start),
             rank,
             passage: hit.passage,
             passage_text: hit.text.clone(),
@@ -375,6 +379,7 @@ pub(crate) mod tests {
                 title: None,
                 metadata: None,
                 page: None,
+                section: None,
                 passage: 1,
                 span: Span {
                     byte_start: 100,

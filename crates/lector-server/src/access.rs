@@ -13,6 +13,7 @@
 //! bound to all interfaces (an address cannot be rebound), or an allowed host.
 
 use crate::error::{ApiError, Error};
+use crate::keys::{Principal, Scope};
 use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -109,30 +110,35 @@ fn resolve(
 /// says so explicitly.
 pub fn check_exposure(
     addr: SocketAddr,
-    api_key: Option<&ApiKey>,
+    authenticates: bool,
     insecure_no_auth: bool,
 ) -> Result<(), Error> {
-    if addr.ip().is_loopback() || api_key.is_some() || insecure_no_auth {
+    if addr.ip().is_loopback() || authenticates || insecure_no_auth {
         Ok(())
     } else {
         Err(Error::Exposed(addr))
     }
 }
 
-/// 401 unless the request carries `Authorization: Bearer <key>` (the scheme in any case), when
-/// a key is set; the liveness probe and the page need none.
+/// 401 unless the request carries `Authorization: Bearer <key>` (the scheme in any case) with a
+/// known key, when keys are set; 403 when the key lacks the route's scope ([`required`]). The
+/// liveness probe and the pages need none. The key's [`Principal`] goes with the request to the
+/// handlers, which confine a tenant's key to its documents.
 pub async fn authorize(
     State(state): State<Arc<AppState>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let Some(key) = &state.config.api_key else {
-        return next.run(request).await;
-    };
-    if is_public(request.uri().path()) {
+    if !state.config.authenticates() || is_public(request.uri().path()) {
         return next.run(request).await;
     }
-    if bearer(request.headers()).is_some_and(|given| key.matches(given)) {
+    let found = bearer(request.headers()).and_then(|given| state.config.principal(given));
+    if let Some(principal) = found {
+        if let Err(message) = required(&principal, request.method(), request.uri().path()) {
+            return ApiError::new(StatusCode::FORBIDDEN, message)
+                .into_response_for(request.uri().path());
+        }
+        request.extensions_mut().insert(principal);
         return next.run(request).await;
     }
     let mut response = ApiError::new(
@@ -144,6 +150,35 @@ pub async fn authorize(
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
+}
+
+/// Whether `principal` may call `method path`: the scope each route needs, and labelling and
+/// metrics (every tenant's data) only for keys without a tenant. Routes not named here (the
+/// OpenAPI document, unknown paths) need a valid key only.
+fn required(principal: &Principal, method: &Method, path: &str) -> Result<(), String> {
+    let documents = path == "/v1/documents" || path.starts_with("/v1/documents/");
+    let (scope, global) = match path {
+        "/v1/ask" | "/v1/chat/completions" | "/v1/search" | "/v1/feedback" => (Scope::Ask, false),
+        "/v1/label/next" | "/v1/labels" | "/metrics" => (Scope::Admin, true),
+        _ if documents && method == Method::DELETE => (Scope::Admin, false),
+        _ if documents && method == Method::POST => (Scope::Write, false),
+        _ if documents => (Scope::Ask, false),
+        _ => return Ok(()),
+    };
+    if !principal.allows(scope) {
+        return Err(format!(
+            "the key `{}` lacks the `{}` scope this route needs",
+            principal.name,
+            scope.name()
+        ));
+    }
+    if global && principal.tenant.is_some() {
+        return Err(format!(
+            "the key `{}` belongs to a tenant; this route shows every tenant's data and needs a key without one",
+            principal.name
+        ));
+    }
+    Ok(())
 }
 
 /// Routes that never need the API key: the liveness probe, and the pages (static, no data;
@@ -592,10 +627,10 @@ mod tests {
         let key = ApiKey::new("k").unwrap();
         let lan: SocketAddr = "0.0.0.0:8080".parse().unwrap();
         let lo: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        assert!(check_exposure(lo, None, false).is_ok());
-        assert!(check_exposure(lan, Some(&key), false).is_ok());
-        assert!(check_exposure(lan, None, true).is_ok());
-        let err = check_exposure(lan, None, false).unwrap_err();
+        assert!(check_exposure(lo, false, false).is_ok());
+        assert!(check_exposure(lan, key.matches("k"), false).is_ok());
+        assert!(check_exposure(lan, false, true).is_ok());
+        let err = check_exposure(lan, false, false).unwrap_err();
         assert!(err.to_string().contains("--insecure-no-auth"), "{err}");
     }
 }

@@ -8,11 +8,12 @@
 
 use crate::error::ApiError;
 use crate::generative::{self, GenerativeAsk};
+use crate::keys::{Principal, TENANT_FIELD};
 use crate::limit::MAX_K;
 use crate::metrics::AnswerSignals;
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
@@ -223,6 +224,7 @@ pub async fn ask(
     request: Request,
 ) -> Result<HttpResponse, ApiError> {
     let started = Instant::now();
+    let principal = request.extensions().get::<Principal>().cloned();
     let limit = state.gate.limits().max_ask_bytes;
     let (admission, body) = state.gate.admit_and_read(request, limit).await?;
     let request: AskRequest = parse_json(&body)?;
@@ -231,7 +233,8 @@ pub async fn ask(
         return Err(ApiError::bad_request("the question is empty"));
     }
     let (mode, retrieval) = request.modes()?;
-    let search = search_options(&state, retrieval, request_filter(request.filter.as_ref())?)?;
+    let filter = request_filter(request.filter.as_ref())?;
+    let search = search_options(&state, retrieval, filter, principal.as_ref())?;
     if mode == AnswerMode::Generative {
         let ask = generative_ask(&request, search)?;
         return generative::ask(state, admission, ask, started).await;
@@ -327,20 +330,28 @@ fn check_k(k: usize) -> Result<(), ApiError> {
 }
 
 /// The server's search options with the request's mode and filter. A filter the server was
-/// started with stays: the request's can only narrow it.
+/// started with, and a tenant key's, stay: the request's can only narrow them.
 fn search_options(
     state: &AppState,
     mode: Option<&str>,
     filter: Option<Filter>,
+    principal: Option<&Principal>,
 ) -> Result<SearchOptions, ApiError> {
     let mut options = state.config.search.clone();
     if let Some(mode) = mode {
         options.mode = mode.parse::<Mode>().map_err(ApiError::bad_request)?;
     }
-    options.filter = match (options.filter.take(), filter) {
-        (Some(fixed), Some(asked)) => Some(Filter::And(vec![fixed, asked])),
-        (fixed, asked) => fixed.or(asked),
+    let tenant = principal.and_then(Principal::filter);
+    let mut all: Vec<Filter> = [options.filter.take(), tenant, filter]
+        .into_iter()
+        .flatten()
+        .collect();
+    options.filter = match all.len() {
+        0 | 1 => all.pop(),
+        _ => Some(Filter::And(all)),
     };
+    // A tenant's scores must not move with documents it cannot see.
+    options.statistics_within_filter |= principal.is_some_and(|p| p.tenant.is_some());
     Ok(options)
 }
 
@@ -442,6 +453,7 @@ fn to_json(value: &impl serde::Serialize) -> Result<Value, ApiError> {
 /// `GET /v1/search?q=...&k=10&mode=bm25`: ranked passages with scores and offsets.
 pub async fn search(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Principal>>,
     params: Result<Query<SearchParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(params) = params?;
@@ -451,7 +463,8 @@ pub async fn search(
     check_k(params.k)?;
     let filter = params.filter.as_deref().map(Filter::parse).transpose();
     let filter = filter.map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let options = search_options(&state, params.mode.as_deref(), filter)?;
+    let principal = principal.map(|Extension(p)| p);
+    let options = search_options(&state, params.mode.as_deref(), filter, principal.as_ref())?;
     let shared = state.clone();
     let out = state
         .gate
@@ -473,6 +486,7 @@ pub async fn put_documents(
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     // Refused before the body is read: no upload can change that answer.
     state.check_writable()?;
+    let principal = request.extensions().get::<Principal>().cloned();
     let limit = state.gate.limits().max_documents_bytes;
     let (admission, body) = state.gate.admit_and_read(request, limit).await?;
     let batch: Vec<DocumentIn> = match body.iter().find(|b| !b.is_ascii_whitespace()) {
@@ -483,12 +497,13 @@ pub async fn put_documents(
     let documents = batch
         .into_iter()
         .enumerate()
-        .map(|(i, d)| checked(i, d))
+        .map(|(i, d)| checked(i, d).map(|d| owned(d, principal.as_ref())))
         .collect::<Result<Vec<_>, _>>()?;
+    let tenant = principal.as_ref().and_then(Principal::filter);
     if documents.is_empty() {
         return Err(ApiError::bad_request("no documents in the body"));
     }
-    let (results, info) = state
+    let (results, info, documents) = state
         .gate
         .run_write(admission, state.lock_writer(), move |mut writer| {
             let results: Vec<(String, AddOutcome)> = documents
@@ -496,7 +511,8 @@ pub async fn put_documents(
                 .map(|d| (d.id.clone(), writer.writer().add(d)))
                 .collect();
             let info = writer.commit()?;
-            Ok((results, info))
+            let documents = writer.writer().committed().count(tenant.as_ref());
+            Ok((results, info, documents))
         })
         .await?;
     let count = |o: AddOutcome| results.iter().filter(|(_, r)| *r == o).count();
@@ -510,17 +526,27 @@ pub async fn put_documents(
         .iter()
         .map(|(id, outcome)| json!({"id": id, "outcome": outcome_name(*outcome)}))
         .collect();
-    Ok((
-        status,
-        Json(json!({
-            "added": added,
-            "replaced": count(AddOutcome::Replaced),
-            "unchanged": count(AddOutcome::Unchanged),
-            "generation": info.generation,
-            "documents": info.documents,
-            "results": listed,
-        })),
-    ))
+    let body = json!({
+        "added": added,
+        "replaced": count(AddOutcome::Replaced),
+        "unchanged": count(AddOutcome::Unchanged),
+        "generation": info.generation,
+        "documents": documents,
+        "results": listed,
+    });
+    let is_tenant = principal.as_ref().is_some_and(|p| p.tenant.is_some());
+    Ok((status, Json(tenant_view(body, is_tenant))))
+}
+
+/// A response as a tenant's key sees it: without the index's generation, which moves with
+/// every tenant's writes.
+fn tenant_view(mut body: Value, tenant: bool) -> Value {
+    if tenant {
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("generation");
+        }
+    }
+    body
 }
 
 fn outcome_name(outcome: AddOutcome) -> &'static str {
@@ -529,6 +555,20 @@ fn outcome_name(outcome: AddOutcome) -> &'static str {
         AddOutcome::Replaced => "replaced",
         AddOutcome::Unchanged => "unchanged",
     }
+}
+
+/// `doc` as a tenant's key stores it: under `<tenant>/<id>`, with its `tenant` field set.
+fn owned(mut doc: Document, principal: Option<&Principal>) -> Document {
+    if let Some(tenant) = principal.and_then(|p| p.tenant.as_deref()) {
+        doc.id = format!(
+            "{tenant}/{}",
+            doc.id
+                .strip_prefix(&format!("{tenant}/"))
+                .unwrap_or(&doc.id)
+        );
+        doc.set_field(TENANT_FIELD, tenant.into());
+    }
+    doc
 }
 
 /// A document with an id and some text, or a 400 naming it by position.
@@ -564,17 +604,32 @@ fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
 /// `DELETE /v1/documents/{id}`: removes a document and commits; 404 when there is none.
 pub async fn delete_document(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Principal>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    let principal = principal.map(|Extension(p)| p);
+    let id = principal
+        .as_ref()
+        .map_or(id.clone(), |p| p.document_id(&id));
+    let tenant = principal.as_ref().and_then(Principal::filter);
     let admission = state.gate.admit(0)?;
     let out = state
         .gate
         .run_write(admission, state.lock_writer(), move |mut writer| {
-            if !writer.writer().remove(&id) {
+            // Another tenant's document is answered exactly as a missing one.
+            let visible = writer
+                .writer()
+                .committed()
+                .document(&id)
+                .is_some_and(|d| tenant.as_ref().is_none_or(|t| d.passes(t)));
+            if !visible || !writer.writer().remove(&id) {
                 return Err(ApiError::not_found(format!("no document `{id}`")));
             }
             let info = writer.commit()?;
-            Ok(json!({"deleted": id, "generation": info.generation, "documents": info.documents}))
+            let documents = writer.writer().committed().count(tenant.as_ref());
+            let body =
+                json!({"deleted": id, "generation": info.generation, "documents": documents});
+            Ok(tenant_view(body, tenant.is_some()))
         })
         .await?;
     Ok(Json(out))
@@ -583,8 +638,14 @@ pub async fn delete_document(
 /// `GET /v1/documents/{id}`: the stored document with its passages' offsets.
 pub async fn get_document(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Principal>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    let principal = principal.map(|Extension(p)| p);
+    let id = principal
+        .as_ref()
+        .map_or(id.clone(), |p| p.document_id(&id));
+    let tenant = principal.as_ref().and_then(Principal::filter);
     let shared = state.clone();
     let out = state
         .gate
@@ -593,6 +654,7 @@ pub async fn get_document(
             let doc = pipeline
                 .index()
                 .document(&id)
+                .filter(|d| tenant.as_ref().is_none_or(|t| d.passes(t)))
                 .ok_or_else(|| ApiError::not_found(format!("no document `{id}`")))?;
             let metadata: Option<Value> = doc.metadata.and_then(|m| serde_json::from_str(m).ok());
             Ok(json!({
@@ -616,8 +678,10 @@ pub async fn get_document(
 /// page, never the whole index: nothing is sorted or collected per request.
 pub async fn list_documents(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Principal>>,
     params: Result<Query<ListParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let tenant = principal.and_then(|Extension(p)| p.filter());
     let Query(ListParams {
         cursor,
         offset,
@@ -640,16 +704,17 @@ pub async fn list_documents(
         .run(move || {
             let pipeline = shared.pipeline();
             let index = pipeline.index();
-            let page = index.documents_page(from.as_ref(), offset, limit);
+            let page = index.documents_page(from.as_ref(), offset, limit, tenant.as_ref());
             let documents: Vec<Value> = page.documents.iter().map(listed).collect();
-            Ok(json!({
-                "total": index.len(),
+            let body = json!({
+                "total": index.count(tenant.as_ref()),
                 "offset": offset,
                 "limit": limit,
                 "generation": index.generation(),
                 "documents": documents,
                 "next_cursor": page.next.map(|c| c.encode()),
-            }))
+            });
+            Ok(tenant_view(body, tenant.is_some()))
         })
         .await?;
     Ok(Json(out))

@@ -57,6 +57,7 @@ pub mod error;
 pub mod feedback;
 pub mod generative;
 pub mod headers;
+pub mod keys;
 pub mod label;
 pub mod limit;
 pub mod metrics;
@@ -66,6 +67,7 @@ pub mod stream;
 
 pub use access::ApiKey;
 pub use error::{ApiError, Error};
+pub use keys::{KeyFile, Principal, Scope};
 pub use limit::Limits;
 pub use open::{open, Opened};
 pub use state::{AppState, Config, FOLLOW_EVERY};
@@ -139,7 +141,7 @@ pub async fn serve(
 ) -> Result<Option<CommitInfo>, Error> {
     let addr = listener.local_addr()?;
     let config = &state.config;
-    access::check_exposure(addr, config.api_key.as_ref(), config.insecure_no_auth)?;
+    access::check_exposure(addr, config.authenticates(), config.insecure_no_auth)?;
     access::check_allowed_hosts(&config.allowed_hosts)?;
     state.set_bound(addr.ip());
     state.follow_commits();
@@ -180,11 +182,16 @@ async fn openapi() -> impl IntoResponse {
 async fn healthz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
     let pipeline = state.pipeline();
     let index = pipeline.index();
-    axum::Json(serde_json::json!({
-        "status": "ok",
-        "generation": index.generation(),
-        "documents": index.len(),
-    }))
+    // With tenants, this route (which needs no key) tells nothing of the index: neither how many
+    // documents it holds nor, through the generation, when anyone wrote.
+    match state.config.keys {
+        Some(_) => axum::Json(serde_json::json!({"status": "ok"})),
+        None => axum::Json(serde_json::json!({
+            "status": "ok",
+            "generation": index.generation(),
+            "documents": index.len(),
+        })),
+    }
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {

@@ -37,6 +37,8 @@ pub struct Config {
     /// port written (else the scheme's default). Requests naming another `Host`, or coming from
     /// a page of another origin, get 403 (see [`crate::access`]).
     pub allowed_hosts: Vec<String>,
+    /// Named keys with scopes and tenants (see [`crate::keys`]); instead of `api_key`.
+    pub keys: Option<Arc<crate::keys::KeyFile>>,
     /// Serve beyond loopback without an API key (refused otherwise).
     pub insecure_no_auth: bool,
     /// Retrieval of requests that name no mode (and BM25 and fusion parameters for all).
@@ -49,10 +51,25 @@ pub struct Config {
 }
 
 impl Config {
+    /// Whether requests must carry a key (an API key or a key file).
+    pub fn authenticates(&self) -> bool {
+        self.api_key.is_some() || self.keys.is_some()
+    }
+
+    /// The principal whose key is `given`: the API key has every scope, a key file's keys
+    /// theirs; `None` for a key that is not one.
+    pub fn principal(&self, given: &str) -> Option<crate::keys::Principal> {
+        if let Some(key) = &self.api_key {
+            return key.matches(given).then(crate::keys::Principal::api_key);
+        }
+        self.keys.as_ref()?.principal(given)
+    }
+
     /// No API key, no extra hosts, with `search` and `limits`.
     pub fn new(search: SearchOptions, limits: Limits) -> Self {
         Config {
             api_key: None,
+            keys: None,
             allowed_hosts: Vec::new(),
             insecure_no_auth: false,
             search,

@@ -15,7 +15,7 @@ use lector_generate::{Generator, LocalGenerator};
 use lector_index::{Mode, SearchOptions};
 use lector_pipeline::Pipeline;
 use lector_reader::Reader;
-use lector_server::{ApiKey, AppState, Config, Error, Limits};
+use lector_server::{ApiKey, AppState, Config, Error, Limits, Scope};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -754,4 +754,244 @@ fn redaction_masks_generated_answers_and_their_unsupported_sentences() {
         ask.unsupported.iter().any(|s| s.contains("[number]")),
         "{ask:?}"
     );
+}
+
+/// The scope `lector serve --keys` asks of each of [`ROUTES`] (`None`: any valid key), and
+/// whether the route shows every tenant's data (labelling, metrics: keys without a tenant).
+fn scope_of(method: &str, path: &str) -> (Option<Scope>, bool) {
+    match (method, path) {
+        ("GET", "/metrics" | "/v1/label/next") | ("POST", "/v1/labels") => {
+            (Some(Scope::Admin), true)
+        }
+        ("POST", "/v1/documents") => (Some(Scope::Write), false),
+        ("DELETE", _) => (Some(Scope::Admin), false),
+        ("GET", "/openapi.json" | "/no/such/route") => (None, false),
+        _ => (Some(Scope::Ask), false),
+    }
+}
+
+/// A server on loopback whose keys come from a key file: one key per scope, one with all three,
+/// and two tenants' keys with all three; (server, key file, name -> key).
+fn keyed_server() -> (
+    Server,
+    tempfile::TempDir,
+    std::collections::HashMap<&'static str, String>,
+) {
+    let keys_dir = tempfile::tempdir().unwrap();
+    let file = keys_dir.path().join("keys.json");
+    let all = [Scope::Ask, Scope::Write, Scope::Admin];
+    let mut keys = std::collections::HashMap::new();
+    for (name, scopes, tenant) in [
+        ("asker", &[Scope::Ask][..], None),
+        ("writer", &[Scope::Write][..], None),
+        ("admin", &[Scope::Admin][..], None),
+        ("ops", &all[..], None),
+        ("acme", &all[..], Some("acme")),
+        ("bolt", &all[..], Some("bolt")),
+    ] {
+        keys.insert(
+            name,
+            lector_server::keys::add_key(&file, name, scopes, tenant).unwrap(),
+        );
+    }
+    let key_file = Arc::new(lector_server::KeyFile::open(&file).unwrap());
+    let server = Server::loopback(move |c| c.keys = Some(key_file));
+    (server, keys_dir, keys)
+}
+
+fn with_key<'a>(key: &'a str, auth: &'a mut String) -> [(&'a str, &'a str); 2] {
+    *auth = format!("Bearer {key}");
+    [
+        ("Content-Type", "application/json"),
+        ("Authorization", auth.as_str()),
+    ]
+}
+
+#[test]
+fn every_route_answers_every_scope_and_tenants_as_the_key_file_says() {
+    let (server, _keys_dir, keys) = keyed_server();
+    for (method, path, body) in ROUTES {
+        let (scope, global) = scope_of(method, path);
+        for name in ["asker", "writer", "admin", "acme"] {
+            let mut auth = String::new();
+            let (status, text) = server.send(method, path, &with_key(&keys[name], &mut auth), body);
+            let has = |s: Scope| match name {
+                "asker" => s == Scope::Ask,
+                "writer" => s == Scope::Write,
+                "admin" => s == Scope::Admin,
+                _ => true,
+            };
+            let allowed = scope.is_none_or(has) && !(global && name == "acme");
+            if allowed {
+                assert!(
+                    ![401, 403].contains(&status),
+                    "{name}: {method} {path}: {status} {text}"
+                );
+            } else {
+                assert_eq!(status, 403, "{name}: {method} {path}: {text}");
+                assert!(
+                    text.contains(&format!("`{name}`")),
+                    "the 403 names the key: {text}"
+                );
+            }
+        }
+        let (status, _) = server.send(
+            method,
+            path,
+            &[("Authorization", "Bearer lk_unknown")],
+            body,
+        );
+        assert_eq!(status, 401, "{method} {path}");
+    }
+    // A scope refusal does not depend on the document: an asker deleting an existing document and
+    // a missing one gets the same answer.
+    let mut auth = String::new();
+    let asker = with_key(&keys["asker"], &mut auth);
+    let existing = server.send("DELETE", "/v1/documents/Super_Bowl_50%230", &asker, "");
+    let missing = server.send("DELETE", "/v1/documents/no-such-document", &asker, "");
+    assert_eq!(existing, missing);
+    assert_eq!(existing.0, 403);
+    // The liveness probe tells nothing of the index once tenants share the server.
+    let (_, health) = server.send("GET", "/healthz", &[], "");
+    assert_eq!(health, r#"{"status":"ok"}"#);
+}
+
+fn median_ms(mut call: impl FnMut() -> u16, expect: u16) -> f64 {
+    let mut times: Vec<f64> = (0..15)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            assert_eq!(call(), expect);
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+#[test]
+fn a_tenant_can_neither_read_find_delete_nor_infer_another_tenants_documents() {
+    let (server, keys_dir, keys) = keyed_server();
+    let (mut a_auth, mut b_auth, mut ops_auth) = (String::new(), String::new(), String::new());
+    let acme = with_key(&keys["acme"], &mut a_auth);
+    let bolt = with_key(&keys["bolt"], &mut b_auth);
+    let ops = with_key(&keys["ops"], &mut ops_auth);
+    let write = |key: &[(&str, &str)], text: &str| {
+        let doc = json!({"id": "plan", "text": text, "metadata": {"tenant": "someone-else"}});
+        let (status, body) = server.send("POST", "/v1/documents", key, &doc.to_string());
+        assert_eq!(status, 201, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+    // Bolt's search results, scores included, are the same before and after acme writes a
+    // document with the words searched for: BM25 counts only bolt's passages.
+    let search = "/v1/search?q=Acme%20launch%20code%204471&k=50";
+    write(&bolt, "The Bolt launch code is 9902.");
+    let (_, before) = server.send("GET", search, &bolt, "");
+    let written = write(&acme, "The Acme launch code is 4471.");
+    assert_eq!(written["results"][0]["id"], "acme/plan");
+    assert_eq!(written["documents"], 1, "a tenant counts its own documents");
+    assert!(
+        written.get("generation").is_none(),
+        "the generation moves with others' writes"
+    );
+    let (_, after) = server.send("GET", search, &bolt, "");
+    assert_eq!(before, after);
+    let hits = serde_json::from_str::<serde_json::Value>(&after).unwrap()["hits"].clone();
+    assert_eq!(hits.as_array().unwrap().len(), 1, "{hits}");
+    assert_eq!(hits[0]["doc_id"], "bolt/plan");
+
+    let ask = |key: &[(&str, &str)], extra: serde_json::Value| {
+        let mut body =
+            json!({"question": "What is the launch code?", "k": 10, "probabilities": false});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let (status, text) = server.send("POST", "/v1/ask", key, &body.to_string());
+        assert_eq!(status, 200, "{text}");
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let a = ask(&acme, json!({}));
+    assert_eq!(a["answer"]["text"], "4471");
+    assert_eq!(a["answer"]["evidence"]["doc_id"], "acme/plan");
+    assert_eq!(
+        a["answer"]["evidence"]["metadata"]["tenant"], "acme",
+        "the tenant is set by the key, not the body"
+    );
+    let b = ask(&bolt, json!({}));
+    assert_eq!(b["answer"]["text"], "9902");
+    // Every passage read is the tenant's own, and asking for the other tenant's finds nothing.
+    for response in [&a, &b] {
+        let read: BTreeSet<&str> = response["passages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["doc_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(read.len(), 1, "{read:?}");
+    }
+    let widened = ask(
+        &bolt,
+        json!({"filter": "tenant == \"acme\" or tenant == \"bolt\""}),
+    );
+    assert_eq!(widened["answer"]["text"], "9902");
+    let other = ask(
+        &bolt,
+        json!({"filter": {"field": "tenant", "operator": "==", "value": "acme"}}),
+    );
+    assert!(other["answer"].is_null(), "{other}");
+
+    // Reading, listing and deleting: the other tenant's document is answered as a missing one.
+    let (status, own) = server.send("GET", "/v1/documents/plan", &bolt, "");
+    assert_eq!(status, 200);
+    assert!(own.contains("9902"));
+    let theirs = server.send("GET", "/v1/documents/acme%2Fplan", &bolt, "");
+    let missing = server.send("GET", "/v1/documents/acme%2Fnothing", &bolt, "");
+    assert_eq!((theirs.0, missing.0), (404, 404));
+    assert_eq!(
+        theirs.1.replace("plan", "X"),
+        missing.1.replace("nothing", "X")
+    );
+    let (status, _) = server.send("DELETE", "/v1/documents/acme%2Fplan", &bolt, "");
+    assert_eq!(status, 404);
+    let (_, listed) = server.send("GET", "/v1/documents?limit=1000", &bolt, "");
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["total"], 1, "{listed}");
+    assert_eq!(listed["documents"][0]["id"], "bolt/plan");
+    // The global key sees both tenants and the sample; acme's document survived bolt's delete.
+    let (_, all) = server.send("GET", "/v1/documents?limit=1000", &ops, "");
+    let all: serde_json::Value = serde_json::from_str(&all).unwrap();
+    assert_eq!(all["total"], 12);
+    assert_eq!(server.send("GET", "/v1/documents/plan", &acme, "").0, 200);
+
+    // Timing: another tenant's document is not told apart from a missing one by the clock either.
+    let theirs = median_ms(
+        || server.send("GET", "/v1/documents/acme%2Fplan", &bolt, "").0,
+        404,
+    );
+    let missing = median_ms(
+        || {
+            server
+                .send("GET", "/v1/documents/acme%2Fnothing", &bolt, "")
+                .0
+        },
+        404,
+    );
+    assert!(
+        (theirs - missing).abs() < 0.5 + 0.5 * theirs.max(missing),
+        "another tenant's document {theirs:.3} ms, a missing one {missing:.3} ms"
+    );
+
+    // Rotation without a restart: a key added to the file works at once, a removed one no more.
+    let file = keys_dir.path().join("keys.json");
+    let late = lector_server::keys::add_key(&file, "late", &[Scope::Ask], Some("acme")).unwrap();
+    let mut late_auth = String::new();
+    let late_ask = ask(&with_key(&late, &mut late_auth), json!({}));
+    assert_eq!(late_ask["answer"]["text"], "4471");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    parsed["keys"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|k| k["name"] != "bolt");
+    lector_index::write_durably(&file, parsed.to_string().as_bytes()).unwrap();
+    assert_eq!(server.send("GET", "/v1/documents/plan", &bolt, "").0, 401);
 }

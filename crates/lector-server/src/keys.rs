@@ -1,0 +1,387 @@
+//! Named keys with scopes and tenants, read from a key file that the server re-reads when it
+//! changes (rotation without a restart).
+//!
+//! ```json
+//! {"keys": [
+//!   {"name": "ops", "sha256": "<hex digest of the key>", "scopes": ["ask", "write", "admin"]},
+//!   {"name": "acme-app", "sha256": "<hex digest>", "scopes": ["ask", "write"], "tenant": "acme"}
+//! ]}
+//! ```
+//!
+//! The file holds only SHA-256 digests: a request's key is hashed and compared with every entry
+//! in constant time. Scopes: `ask` (ask, search, chat, feedback, reading documents), `write`
+//! (adding and replacing documents), `admin` (deleting documents, labelling, metrics). A key
+//! with a `tenant` sees and changes only that tenant's documents: the server adds the filter
+//! `tenant == "<tenant>"` to every search, stores the documents it writes under the id
+//! `<tenant>/<id>` with the metadata field `tenant` set, and answers any other document as if it
+//! did not exist. Labelling and metrics show every tenant's data, so they need a key without a
+//! tenant.
+
+use crate::error::Error;
+use lector_index::filter::{CompareOp, Field};
+use lector_index::Filter;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+use std::time::SystemTime;
+use subtle::ConstantTimeEq;
+
+/// What a key may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Ask, search, chat, send feedback, read documents.
+    Ask,
+    /// Add and replace documents.
+    Write,
+    /// Delete documents, label, read metrics.
+    Admin,
+}
+
+impl Scope {
+    /// The scope's name in the key file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Ask => "ask",
+            Scope::Write => "write",
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+/// Who a request comes from: the key that authenticated it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The key's name (never the key).
+    pub name: String,
+    /// What it may do.
+    pub scopes: Vec<Scope>,
+    /// The tenant it is confined to.
+    pub tenant: Option<String>,
+}
+
+impl Principal {
+    /// The single `--api-key`: every scope, no tenant.
+    pub fn api_key() -> Self {
+        Principal {
+            name: "api-key".into(),
+            scopes: vec![Scope::Ask, Scope::Write, Scope::Admin],
+            tenant: None,
+        }
+    }
+
+    /// Whether the key has `scope`.
+    pub fn allows(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+
+    /// The filter every search by this key gets: `tenant == "<tenant>"`.
+    pub fn filter(&self) -> Option<Filter> {
+        self.tenant.as_ref().map(|tenant| Filter::Compare {
+            field: Field::Meta(vec![TENANT_FIELD.into()]),
+            op: CompareOp::Eq,
+            value: tenant.as_str().into(),
+        })
+    }
+
+    /// The stored id of document `id` as this key names it: `<tenant>/<id>` for a tenant's key
+    /// (an id already in that form is kept), `id` otherwise.
+    pub fn document_id(&self, id: &str) -> String {
+        match &self.tenant {
+            Some(tenant) if !id.starts_with(&format!("{tenant}/")) => format!("{tenant}/{id}"),
+            _ => id.to_string(),
+        }
+    }
+
+    /// Whether a stored document with this metadata belongs to the key's tenant (every
+    /// document does for a key without one).
+    pub fn owns(&self, metadata: Option<&serde_json::Value>) -> bool {
+        match &self.tenant {
+            None => true,
+            Some(tenant) => {
+                metadata
+                    .and_then(|m| m.get(TENANT_FIELD))
+                    .and_then(|t| t.as_str())
+                    == Some(tenant.as_str())
+            }
+        }
+    }
+}
+
+/// The metadata field that holds a document's tenant.
+pub const TENANT_FIELD: &str = "tenant";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileKeys {
+    keys: Vec<FileKey>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileKey {
+    name: String,
+    sha256: String,
+    scopes: Vec<Scope>,
+    #[serde(default)]
+    tenant: Option<String>,
+}
+
+struct Entry {
+    digest: [u8; 32],
+    principal: Principal,
+}
+
+struct Loaded {
+    /// Modification time and length of the file read, to notice a new version.
+    stamp: Option<(SystemTime, u64)>,
+    entries: Vec<Entry>,
+}
+
+/// The key file, re-read when its modification time or length changes. A new version that
+/// cannot be read is reported and the keys read before stay in force.
+pub struct KeyFile {
+    path: PathBuf,
+    loaded: RwLock<Loaded>,
+}
+
+impl std::fmt::Debug for KeyFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeyFile({})", self.path.display())
+    }
+}
+
+impl KeyFile {
+    /// Reads the key file; errors name the file and what is wrong in it.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        let stamp = stamp(path);
+        let entries = read_entries(path)?;
+        Ok(KeyFile {
+            path: path.to_path_buf(),
+            loaded: RwLock::new(Loaded { stamp, entries }),
+        })
+    }
+
+    /// The principal whose key is `given`, reading the file again first if it changed.
+    pub fn principal(&self, given: &str) -> Option<Principal> {
+        self.reload_if_changed();
+        let digest = sha256(given);
+        let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
+        // Every entry is compared, so the time taken does not say which one matched.
+        let mut found = None;
+        for entry in &loaded.entries {
+            if bool::from(entry.digest.ct_eq(&digest)) {
+                found = Some(entry.principal.clone());
+            }
+        }
+        found
+    }
+
+    fn reload_if_changed(&self) {
+        let now = stamp(&self.path);
+        if now == self.loaded.read().unwrap_or_else(|e| e.into_inner()).stamp {
+            return;
+        }
+        let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
+        match read_entries(&self.path) {
+            Ok(entries) => {
+                loaded.entries = entries;
+                eprintln!(
+                    "key file {} reloaded: {} keys",
+                    self.path.display(),
+                    loaded.entries.len()
+                );
+            }
+            Err(e) => eprintln!("error: {e}; the keys read before stay in force"),
+        }
+        loaded.stamp = now;
+    }
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+fn read_entries(path: &Path) -> Result<Vec<Entry>, Error> {
+    let fail = |message: String| Error::ApiKey(format!("key file {}: {message}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    let file: FileKeys = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    let mut entries = Vec::with_capacity(file.keys.len());
+    for (i, key) in file.keys.into_iter().enumerate() {
+        let at = |what: &str| fail(format!("keys[{i}] (`{}`): {what}", key.name));
+        let digest =
+            decode_hex(&key.sha256).ok_or_else(|| at("`sha256` must be 64 hexadecimal digits"))?;
+        if key.name.trim().is_empty() {
+            return Err(at("`name` is empty"));
+        }
+        if key.scopes.is_empty() {
+            return Err(at("`scopes` is empty"));
+        }
+        if let Some(tenant) = &key.tenant {
+            let valid = !tenant.is_empty()
+                && tenant
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !valid {
+                return Err(at("`tenant` must be letters, digits, `-` or `_`"));
+            }
+        }
+        if entries.iter().any(|e: &Entry| e.digest == digest) {
+            return Err(at("the same key is listed twice"));
+        }
+        entries.push(Entry {
+            digest,
+            principal: Principal {
+                name: key.name,
+                scopes: key.scopes,
+                tenant: key.tenant,
+            },
+        });
+    }
+    Ok(entries)
+}
+
+fn decode_hex(text: &str) -> Option<[u8; 32]> {
+    let text = text.trim();
+    if text.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+pub(crate) fn sha256(text: &str) -> [u8; 32] {
+    let mut digest = [0u8; 32];
+    digest.copy_from_slice(&Sha256::digest(text.as_bytes()));
+    digest
+}
+
+/// The key file's `sha256` for `key`: its SHA-256 digest in lowercase hexadecimal.
+pub fn key_digest(key: &str) -> String {
+    sha256(key).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A new random key: 32 bytes from the operating system's generator, as 64 hexadecimal digits
+/// behind `lk_` (so a leaked one is recognisable in logs and scanners).
+pub fn new_key() -> Result<String, Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::ApiKey(format!("no random bytes from the system: {e}")))?;
+    Ok(format!(
+        "lk_{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+/// Appends a key named `name` with `scopes` (and `tenant`) to the key file at `path` (created
+/// when missing), writing it whole and durably; returns the new key, which is stored only as its
+/// digest.
+pub fn add_key(
+    path: &Path,
+    name: &str,
+    scopes: &[Scope],
+    tenant: Option<&str>,
+) -> Result<String, Error> {
+    let mut file: serde_json::Value = match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| Error::ApiKey(format!("key file {}: {e}", path.display())))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({"keys": []}),
+        Err(e) => return Err(Error::ApiKey(format!("key file {}: {e}", path.display()))),
+    };
+    let key = new_key()?;
+    let mut entry = serde_json::json!({"name": name, "sha256": key_digest(&key), "scopes": scopes});
+    if let Some(tenant) = tenant {
+        entry["tenant"] = tenant.into();
+    }
+    let keys = file["keys"]
+        .as_array_mut()
+        .ok_or_else(|| Error::ApiKey(format!("key file {}: no `keys` list", path.display())))?;
+    if keys.iter().any(|k| k["name"] == name) {
+        return Err(Error::ApiKey(format!(
+            "key file {}: a key named `{name}` exists",
+            path.display()
+        )));
+    }
+    keys.push(entry);
+    let text = serde_json::to_string_pretty(&file).expect("JSON values serialise") + "\n";
+    // Checked before it replaces the file: a server re-reading it must never see a broken one.
+    let tmp = path.with_extension("tmp-check");
+    std::fs::write(&tmp, &text).map_err(|e| Error::ApiKey(format!("{}: {e}", tmp.display())))?;
+    let checked = read_entries(&tmp);
+    let _ = std::fs::remove_file(&tmp);
+    checked?;
+    lector_index::write_durably(path, text.as_bytes())
+        .map_err(|e| Error::ApiKey(format!("{}: {e}", path.display())))?;
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_found_by_digest_with_their_scopes_and_tenant() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.json");
+        let ops = add_key(&path, "ops", &[Scope::Ask, Scope::Admin], None).unwrap();
+        let acme = add_key(&path, "acme", &[Scope::Ask], Some("acme")).unwrap();
+        assert_ne!(ops, acme);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains(&ops) && text.contains(&key_digest(&ops)),
+            "stored hashed"
+        );
+        let keys = KeyFile::open(&path).unwrap();
+        let found = keys.principal(&acme).unwrap();
+        assert_eq!(
+            (found.name.as_str(), found.tenant.as_deref()),
+            ("acme", Some("acme"))
+        );
+        assert!(found.allows(Scope::Ask) && !found.allows(Scope::Write));
+        assert_eq!(found.document_id("x"), "acme/x");
+        assert_eq!(found.document_id("acme/x"), "acme/x");
+        assert!(keys.principal("lk_not-a-key").is_none());
+        assert!(
+            add_key(&path, "ops", &[Scope::Ask], None).is_err(),
+            "names are unique"
+        );
+    }
+
+    #[test]
+    fn a_bad_key_file_names_the_entry_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.json");
+        let digest = key_digest("k");
+        for (body, expected) in [
+            (
+                format!(r#"{{"keys": [{{"name": "a", "sha256": "{digest}", "scopes": []}}]}}"#),
+                "keys[0] (`a`): `scopes` is empty",
+            ),
+            (
+                r#"{"keys": [{"name": "a", "sha256": "abc", "scopes": ["ask"]}]}"#.to_string(),
+                "`sha256` must be 64",
+            ),
+            (
+                format!(
+                    r#"{{"keys": [{{"name": "a", "sha256": "{digest}", "scopes": ["root"]}}]}}"#
+                ),
+                "unknown variant `root`",
+            ),
+            (
+                format!(
+                    r#"{{"keys": [{{"name": "a", "sha256": "{digest}", "scopes": ["ask"], "tenant": "a/b"}}]}}"#
+                ),
+                "`tenant` must be",
+            ),
+        ] {
+            std::fs::write(&path, body).unwrap();
+            let err = KeyFile::open(&path).unwrap_err().to_string();
+            assert!(err.contains("keys.json") && err.contains(expected), "{err}");
+        }
+    }
+}

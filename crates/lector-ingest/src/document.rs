@@ -20,6 +20,11 @@ pub struct Document {
     pub metadata: Option<serde_json::Value>,
 }
 
+/// The metadata field that holds the attributes of the file a document was read from (`path`,
+/// `bytes`, `modified`). Left out of [`Document::content_hash`]: a file touched but not changed
+/// is still unchanged (its stored `modified` is that of the content indexed).
+pub const FILE_FIELD: &str = "file";
+
 /// A 128-bit content digest: documents with equal digests are treated as unchanged.
 pub type ContentHash = [u8; 16];
 
@@ -54,7 +59,16 @@ impl Document {
     /// so that moving text between fields changes the digest.
     pub fn content_hash(&self) -> ContentHash {
         let mut hasher = Sha256::new();
-        let metadata = self.metadata.as_ref().map(|m| m.to_string());
+        // Without the file's attributes; metadata holding nothing else hashes as none, as
+        // documents indexed before the attributes existed did.
+        let metadata = self.metadata.as_ref().and_then(|m| match m.as_object() {
+            Some(fields) if fields.contains_key(FILE_FIELD) => {
+                let mut kept = fields.clone();
+                kept.remove(FILE_FIELD);
+                (!kept.is_empty()).then(|| serde_json::Value::Object(kept).to_string())
+            }
+            _ => Some(m.to_string()),
+        });
         for field in [
             self.title.as_deref(),
             Some(self.text.as_str()),

@@ -3,12 +3,16 @@
 //! | extension | documents |
 //! | --- | --- |
 //! | `.txt`, `.text` | one per file: the file's text; id = path relative to the argument |
-//! | `.md`, `.markdown` | one per file, text kept verbatim (offsets map to the file); title = first `# ` heading |
+//! | `.md`, `.markdown` | one per file, text kept verbatim (offsets map to the file) but a YAML front matter block blanked, its fields the metadata (a YAML subset: `key: value`, lists); title = its `title`, else the first `# ` heading |
 //! | `.html`, `.htm` | one per file: visible text ([`html`], an HTML5 parser); title = `<title>` |
 //! | `.pdf` | one per file: the pages' text joined by form feeds ([`pdf`], text only, no OCR); metadata `pages` = each page's first character ([`page_of`]), `author`, `created`; title = the PDF's title |
 //! | `.docx` | one per file: paragraphs in document order, one per line, a blank line before each heading, table rows as lines of ` \| `-joined cells ([`docx`]); metadata `sections` = each heading's `{start, level, title}` ([`section_path`]), `author`, `created`, `modified`; title = the document's title property, else its first Title or level-1 heading |
 //! | `.jsonl` | one per line: `{id, title?, text, date?, metadata?}`, or BEIR `{_id, title, text}` |
 //! | `.json` | a SQuAD dataset: one per paragraph, id `<article title>#<paragraph index>` |
+//!
+//! Every document read from a whole file (all but `.jsonl` and `.json`) also gets the metadata
+//! field [`document::FILE_FIELD`]: the file's `path`, `bytes` and `modified` time, which
+//! [`Document::content_hash`] leaves out.
 //!
 //! Folders are walked recursively in byte order of names ([`walk`]); hidden entries (`.name`)
 //! and symbolic links to folders are skipped (no cycles), dangling links are errors, files with
@@ -42,6 +46,7 @@
 pub mod document;
 pub mod docx;
 mod error;
+mod frontmatter;
 pub mod html;
 mod jsonl;
 pub mod pdf;

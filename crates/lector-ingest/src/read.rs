@@ -7,7 +7,7 @@
 use crate::document::Document;
 use crate::error::{invalid, io, Error, Result};
 use crate::walk::{Format, SourceFile};
-use crate::{docx, html, jsonl, pdf, squad};
+use crate::{docx, frontmatter, html, jsonl, pdf, squad};
 use std::io::Read;
 use std::path::Path;
 
@@ -50,32 +50,66 @@ pub fn read_file(
     match file.format {
         Format::Jsonl => jsonl::read(file, options, emit),
         Format::Squad => read_squad(file, options, emit),
-        Format::Pdf => {
-            let item = match read_capped(&file.path, options)
-                .and_then(|bytes| pdf::read(file, &bytes, options))
-            {
-                Ok(doc) => checked(doc, &file.path, None, options),
-                Err(err) => Item::Invalid(err),
-            };
-            emit(item, file.bytes)
-        }
-        Format::Docx => {
-            let item = match read_capped(&file.path, options)
-                .and_then(|bytes| docx::read(file, &bytes, options))
-            {
-                Ok(doc) => checked(doc, &file.path, None, options),
-                Err(err) => Item::Invalid(err),
-            };
-            emit(item, file.bytes)
-        }
-        Format::Text | Format::Markdown | Format::Html => {
-            let item = match read_plain(file, options) {
-                Ok(doc) => checked(doc, &file.path, None, options),
+        Format::Pdf | Format::Docx | Format::Text | Format::Markdown | Format::Html => {
+            let item = match read_whole(file, options) {
+                Ok(doc) => checked(with_file_attributes(doc, file), &file.path, None, options),
                 Err(err) => Item::Invalid(err),
             };
             emit(item, file.bytes)
         }
     }
+}
+
+/// The one document of a whole-file format.
+fn read_whole(file: &SourceFile, options: &IngestOptions) -> Result<Document> {
+    match file.format {
+        Format::Pdf => read_capped(&file.path, options).and_then(|b| pdf::read(file, &b, options)),
+        Format::Docx => {
+            read_capped(&file.path, options).and_then(|b| docx::read(file, &b, options))
+        }
+        _ => read_plain(file, options),
+    }
+}
+
+/// `doc` with the metadata field [`FILE_FIELD`](crate::document::FILE_FIELD): the file's path
+/// as given, its size and its modification time (UTC, RFC 3339, to the second).
+fn with_file_attributes(mut doc: Document, file: &SourceFile) -> Document {
+    let modified = std::fs::metadata(&file.path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| utc_timestamp(d.as_secs()));
+    let mut attributes = serde_json::json!({
+        "path": file.path.display().to_string(),
+        "bytes": file.bytes,
+    });
+    if let Some(modified) = modified {
+        attributes["modified"] = modified.into();
+    }
+    doc.set_field(crate::document::FILE_FIELD, attributes);
+    doc
+}
+
+/// `2026-12-04T21:36:52Z` for seconds since 1970 (the proleptic Gregorian calendar).
+fn utc_timestamp(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let rest = seconds % 86_400;
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
 }
 
 fn read_squad(
@@ -178,12 +212,14 @@ fn read_utf8(path: &Path, options: &IngestOptions) -> Result<String> {
 
 fn read_plain(file: &SourceFile, options: &IngestOptions) -> Result<Document> {
     let raw = read_utf8(&file.path, options)?;
+    if file.format == Format::Markdown {
+        return read_markdown(file, raw);
+    }
     let (title, text) = match file.format {
         Format::Html => {
             let page = html::extract(&raw);
             (page.title, page.text)
         }
-        Format::Markdown => (markdown_title(&raw), raw),
         _ => (None, raw),
     };
     Ok(Document {
@@ -192,6 +228,36 @@ fn read_plain(file: &SourceFile, options: &IngestOptions) -> Result<Document> {
         text,
         date: None,
         metadata: None,
+    })
+}
+
+/// Markdown: front matter fields into the metadata (`title` and `date` into the document's
+/// own), the text verbatim with the block blanked, the title else the first `# ` heading.
+fn read_markdown(file: &SourceFile, raw: String) -> Result<Document> {
+    let (mut fields, text) = match frontmatter::split(&raw) {
+        Ok(Some((fields, blanked))) => (fields, blanked),
+        Ok(None) => (serde_json::Map::new(), raw),
+        Err((line, reason)) => {
+            return Err(invalid(
+                &file.path,
+                Some(line),
+                format!("front matter: {reason}"),
+            ))
+        }
+    };
+    let text_field = |value: Option<serde_json::Value>| match value {
+        Some(serde_json::Value::String(s)) => Some(s),
+        Some(other @ serde_json::Value::Number(_)) => Some(other.to_string()),
+        _ => None,
+    };
+    let title = text_field(fields.remove("title")).or_else(|| markdown_title(&text));
+    let date = text_field(fields.remove("date"));
+    Ok(Document {
+        id: file.id.clone(),
+        title,
+        text,
+        date,
+        metadata: (!fields.is_empty()).then_some(serde_json::Value::Object(fields)),
     })
 }
 

@@ -246,3 +246,50 @@ fn an_error_from_emit_stops_reading() {
         ("disk full".to_string(), 1)
     );
 }
+
+#[test]
+fn markdown_front_matter_and_file_attributes_become_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("install.md");
+    let text = "---\ntitle: Installing Kestrel\ndate: 2024-03-01\nproduct: kestrel\nversion: 2\ntags: [linux, setup]\n---\n# Install\nRun the installer as root.\n";
+    std::fs::write(&path, text).unwrap();
+    let (docs, errors) = collect(&only_file(&path), &IngestOptions::default());
+    assert!(errors.is_empty(), "{errors:?}");
+    let doc = &docs[0];
+    assert_eq!(doc.title.as_deref(), Some("Installing Kestrel"));
+    assert_eq!(doc.date.as_deref(), Some("2024-03-01"));
+    let meta = doc.metadata.as_ref().unwrap();
+    assert_eq!(meta["product"], "kestrel");
+    assert_eq!(meta["version"], 2);
+    assert_eq!(meta["tags"], serde_json::json!(["linux", "setup"]));
+    // The block is blanked, not removed: character offsets still match the file.
+    assert_eq!(doc.text.chars().count(), text.chars().count());
+    assert!(!doc.text.contains("kestrel") && doc.text.contains("Run the installer"));
+    let file = &meta[lector_ingest::document::FILE_FIELD];
+    assert_eq!(file["bytes"], text.len());
+    assert!(file["path"].as_str().unwrap().ends_with("install.md"));
+    let modified = file["modified"].as_str().unwrap();
+    assert!(
+        modified.len() == 20 && modified.ends_with('Z') && modified.starts_with("20"),
+        "{modified}"
+    );
+
+    // Written again with the same content: a new modification time, the same content hash.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(&path, text).unwrap();
+    let (again, _) = collect(&only_file(&path), &IngestOptions::default());
+    assert_ne!(
+        again[0].metadata.as_ref().unwrap()["file"]["modified"],
+        file["modified"]
+    );
+    assert_eq!(again[0].content_hash(), doc.content_hash());
+
+    // Front matter this reader cannot read is refused with its line, not read wrongly.
+    std::fs::write(&path, "---\nowner:\n  team: qa\n---\nText.\n").unwrap();
+    let (docs, errors) = collect(&only_file(&path), &IngestOptions::default());
+    assert!(docs.is_empty());
+    assert!(
+        errors[0].contains("install.md:3: front matter: nested mappings"),
+        "{errors:?}"
+    );
+}

@@ -12,7 +12,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 runs="${FUZZ_RUNS:-1000000}"
-all_targets=(ingest_squad ingest_jsonl ingest_html beir_queries trec server_bodies gguf_metadata reader_window)
+all_targets=(ingest_squad ingest_jsonl ingest_html ingest_pdf ingest_docx beir_queries trec server_bodies gguf_metadata reader_window)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 

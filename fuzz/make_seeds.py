@@ -118,6 +118,13 @@ def seeds_docx(repo, out):
         write(out, "ingest_docx", name.removesuffix(".docx"), (fixtures / name).read_bytes())
 
 
+def seeds_pdf(data, out):
+    """The real sample PDFs that fit libFuzzer's input limit (8 KiB), text and image-only alike."""
+    for path in sorted((data / "pdf-samples").glob("*/*.pdf")):
+        if path.stat().st_size <= 8192:
+            write(out, "ingest_pdf", path.stem, path.read_bytes())
+
+
 def seeds_window(data, out):
     dev = json.loads((data / "squad/dev-v1.1.json").read_text())
     for i, article in enumerate(dev["data"][:4]):
@@ -232,6 +239,7 @@ def main():
     seeds_server(sample, out)
     seeds_html(repo, sample, out)
     seeds_docx(repo, out)
+    seeds_pdf(data, out)
     seeds_window(data, out)
     seeds_gguf(gguf, out)
 

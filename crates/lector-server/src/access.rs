@@ -13,13 +13,12 @@
 //! bound to all interfaces (an address cannot be rebound), or an allowed host.
 
 use crate::error::{ApiError, Error};
-use crate::keys::{Principal, Scope};
+use crate::keys::{sha256, Principal, Scope};
 use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
-use sha2::{Digest, Sha256};
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
@@ -70,12 +69,6 @@ impl ApiKey {
     pub fn matches(&self, given: &str) -> bool {
         sha256(given)[..].ct_eq(&self.digest[..]).into()
     }
-}
-
-fn sha256(text: &str) -> [u8; 32] {
-    let mut digest = [0u8; 32];
-    digest.copy_from_slice(&Sha256::digest(text.as_bytes()));
-    digest
 }
 
 fn resolve(

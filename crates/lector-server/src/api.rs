@@ -559,16 +559,26 @@ fn outcome_name(outcome: AddOutcome) -> &'static str {
 
 /// `doc` as a tenant's key stores it: under `<tenant>/<id>`, with its `tenant` field set.
 fn owned(mut doc: Document, principal: Option<&Principal>) -> Document {
-    if let Some(tenant) = principal.and_then(|p| p.tenant.as_deref()) {
-        doc.id = format!(
-            "{tenant}/{}",
-            doc.id
-                .strip_prefix(&format!("{tenant}/"))
-                .unwrap_or(&doc.id)
-        );
-        doc.set_field(TENANT_FIELD, tenant.into());
+    if let Some(
+        principal @ Principal {
+            tenant: Some(tenant),
+            ..
+        },
+    ) = principal
+    {
+        doc.id = principal.document_id(&doc.id);
+        doc.set_field(TENANT_FIELD, tenant.as_str().into());
     }
     doc
+}
+
+/// The stored id a request's document id names, and the filter its documents must pass (a
+/// tenant's key: its own documents only).
+fn addressed(principal: Option<Extension<Principal>>, id: &str) -> (String, Option<Filter>) {
+    match principal {
+        Some(Extension(principal)) => (principal.document_id(id), principal.filter()),
+        None => (id.to_string(), None),
+    }
 }
 
 /// A document with an id and some text, or a 400 naming it by position.
@@ -607,11 +617,7 @@ pub async fn delete_document(
     principal: Option<Extension<Principal>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let principal = principal.map(|Extension(p)| p);
-    let id = principal
-        .as_ref()
-        .map_or(id.clone(), |p| p.document_id(&id));
-    let tenant = principal.as_ref().and_then(Principal::filter);
+    let (id, tenant) = addressed(principal, &id);
     let admission = state.gate.admit(0)?;
     let out = state
         .gate
@@ -641,11 +647,7 @@ pub async fn get_document(
     principal: Option<Extension<Principal>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let principal = principal.map(|Extension(p)| p);
-    let id = principal
-        .as_ref()
-        .map_or(id.clone(), |p| p.document_id(&id));
-    let tenant = principal.as_ref().and_then(Principal::filter);
+    let (id, tenant) = addressed(principal, &id);
     let shared = state.clone();
     let out = state
         .gate

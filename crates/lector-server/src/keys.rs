@@ -93,20 +93,6 @@ impl Principal {
             _ => id.to_string(),
         }
     }
-
-    /// Whether a stored document with this metadata belongs to the key's tenant (every
-    /// document does for a key without one).
-    pub fn owns(&self, metadata: Option<&serde_json::Value>) -> bool {
-        match &self.tenant {
-            None => true,
-            Some(tenant) => {
-                metadata
-                    .and_then(|m| m.get(TENANT_FIELD))
-                    .and_then(|t| t.as_str())
-                    == Some(tenant.as_str())
-            }
-        }
-    }
 }
 
 /// The metadata field that holds a document's tenant.

@@ -70,6 +70,7 @@ fn ask(day: u32, minute: u32, question: &str, abstained: bool, top: f64, confide
             vote: false,
             prefer_recent: false,
             rank_prior: 1.0,
+            tenant: None,
         },
         answer: (!abstained).then(|| LoggedAnswer {
             text: "Denver Broncos".into(),

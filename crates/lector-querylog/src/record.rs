@@ -73,6 +73,10 @@ pub struct AskSettings {
     pub vote: bool,
     pub prefer_recent: bool,
     pub rank_prior: f64,
+    /// The tenant of the key that asked (`lector serve --keys`): labelling shows a tenant's
+    /// key only its own tenant's asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 /// An answer and where it was found.
@@ -258,6 +262,7 @@ pub(crate) fn abstained_ask(id: &str, question: &str) -> AskRecord {
             vote: false,
             prefer_recent: false,
             rank_prior: 1.0,
+            tenant: None,
         },
         answer: None,
         abstention: Some("below_threshold".into()),

@@ -145,14 +145,15 @@ pub async fn authorize(
     response
 }
 
-/// Whether `principal` may call `method path`: the scope each route needs, and labelling and
-/// metrics (every tenant's data) only for keys without a tenant. Routes not named here (the
+/// Whether `principal` may call `method path`: the scope each route needs, and metrics (every
+/// tenant's counts) only for keys without a tenant. Routes not named here (the
 /// OpenAPI document, unknown paths) need a valid key only.
 fn required(principal: &Principal, method: &Method, path: &str) -> Result<(), String> {
     let documents = path == "/v1/documents" || path.starts_with("/v1/documents/");
     let (scope, global) = match path {
         "/v1/ask" | "/v1/chat/completions" | "/v1/search" | "/v1/feedback" => (Scope::Ask, false),
-        "/v1/label/next" | "/v1/labels" | "/metrics" => (Scope::Admin, true),
+        "/v1/label/next" | "/v1/labels" => (Scope::Admin, false),
+        "/metrics" => (Scope::Admin, true),
         _ if documents && method == Method::DELETE => (Scope::Admin, false),
         _ if documents && method == Method::POST => (Scope::Write, false),
         _ if documents => (Scope::Ask, false),

@@ -236,7 +236,8 @@ pub async fn ask(
     let filter = request_filter(request.filter.as_ref())?;
     let search = search_options(&state, retrieval, filter, principal.as_ref())?;
     if mode == AnswerMode::Generative {
-        let ask = generative_ask(&request, search)?;
+        let tenant = principal.as_ref().and_then(|p| p.tenant.clone());
+        let ask = generative_ask(&request, search, tenant)?;
         return generative::ask(state, admission, ask, started).await;
     }
     if let Some(field) = request.generation_fields().first() {
@@ -248,10 +249,11 @@ pub async fn ask(
     let shared = state.clone();
     let id = lector_querylog::request_id();
     let response_id = id.clone();
+    let tenant = principal.and_then(|p| p.tenant);
     let out = state
         .gate
         .run_admitted(admission, move || {
-            answer(&shared, &request, &options, &id, started)
+            answer(&shared, &request, &options, &id, started, tenant)
         })
         .await?;
     Ok(with_request_id(Json(out).into_response(), &response_id))
@@ -268,7 +270,11 @@ pub fn with_request_id(mut response: HttpResponse, id: &str) -> HttpResponse {
 /// The header carrying an ask's request id.
 pub const REQUEST_ID: &str = "x-request-id";
 
-fn generative_ask(request: &AskRequest, search: SearchOptions) -> Result<GenerativeAsk, ApiError> {
+fn generative_ask(
+    request: &AskRequest,
+    search: SearchOptions,
+    tenant: Option<String>,
+) -> Result<GenerativeAsk, ApiError> {
     check_k(request.k)?;
     let options = generative::options(
         request.max_tokens.unwrap_or(generative::DEFAULT_MAX_TOKENS),
@@ -283,6 +289,7 @@ fn generative_ask(request: &AskRequest, search: SearchOptions) -> Result<Generat
         search,
         options,
         stream: request.stream,
+        tenant,
     })
 }
 
@@ -373,6 +380,7 @@ fn answer(
     options: &AskOptions,
     request_id: &str,
     started: Instant,
+    tenant: Option<String>,
 ) -> Result<Value, ApiError> {
     let pipeline = state.pipeline();
     let response: Response = match request.hops {
@@ -400,7 +408,9 @@ fn answer(
         )?;
         out["token_probabilities"] = to_json(&windows)?;
     }
-    record_extractive(state, request, options, &response, request_id, started);
+    record_extractive(
+        state, request, options, &response, request_id, started, tenant,
+    );
     out["request_id"] = request_id.into();
     Ok(out)
 }
@@ -413,6 +423,7 @@ fn record_extractive(
     response: &Response,
     request_id: &str,
     started: Instant,
+    tenant: Option<String>,
 ) {
     let retrieval = options.search.as_ref().map_or("bm25", |s| s.mode.name());
     let t = &response.timings;
@@ -437,6 +448,7 @@ fn record_extractive(
         vote: request.vote,
         prefer_recent: request.prefer_recent,
         rank_prior: request.rank_prior,
+        tenant,
     };
     let total_ms = started.elapsed().as_secs_f64() * 1000.0;
     state.log(|redact| {

@@ -37,6 +37,8 @@ pub struct GenerativeAsk {
     pub options: GenerateOptions,
     /// Answer with server-sent events.
     pub stream: bool,
+    /// The asking key's tenant, logged with the ask.
+    pub tenant: Option<String>,
 }
 
 /// Answers `ask` as JSON, or as server-sent events; 501 without a generator.
@@ -114,6 +116,7 @@ fn record(
                 vote: false,
                 prefer_recent: false,
                 rank_prior: 0.0,
+                tenant: ask.tenant.clone(),
             },
             answer: (!refused).then(|| LoggedAnswer {
                 text: out["text"].as_str().unwrap_or_default().to_string(),

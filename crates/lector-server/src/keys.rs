@@ -14,8 +14,8 @@
 //! with a `tenant` sees and changes only that tenant's documents: the server adds the filter
 //! `tenant == "<tenant>"` to every search, stores the documents it writes under the id
 //! `<tenant>/<id>` with the metadata field `tenant` set, and answers any other document as if it
-//! did not exist. Labelling and metrics show every tenant's data, so they need a key without a
-//! tenant.
+//! did not exist; its asks are logged with the tenant, and labelling shows it only those. Metrics
+//! count every tenant's traffic, so they need a key without a tenant.
 
 use crate::error::Error;
 use lector_index::filter::{CompareOp, Field};
@@ -78,11 +78,7 @@ impl Principal {
 
     /// The filter every search by this key gets: `tenant == "<tenant>"`.
     pub fn filter(&self) -> Option<Filter> {
-        self.tenant.as_ref().map(|tenant| Filter::Compare {
-            field: Field::Meta(vec![TENANT_FIELD.into()]),
-            op: CompareOp::Eq,
-            value: tenant.as_str().into(),
-        })
+        self.tenant.as_deref().map(tenant_filter)
     }
 
     /// The stored id of document `id` as this key names it: `<tenant>/<id>` for a tenant's key
@@ -92,6 +88,15 @@ impl Principal {
             Some(tenant) if !id.starts_with(&format!("{tenant}/")) => format!("{tenant}/{id}"),
             _ => id.to_string(),
         }
+    }
+}
+
+/// The documents of `tenant`: `tenant == "<tenant>"`.
+pub fn tenant_filter(tenant: &str) -> Filter {
+    Filter::Compare {
+        field: Field::Meta(vec![TENANT_FIELD.into()]),
+        op: CompareOp::Eq,
+        value: tenant.into(),
     }
 }
 

@@ -760,9 +760,8 @@ fn redaction_masks_generated_answers_and_their_unsupported_sentences() {
 /// whether the route shows every tenant's data (labelling, metrics: keys without a tenant).
 fn scope_of(method: &str, path: &str) -> (Option<Scope>, bool) {
     match (method, path) {
-        ("GET", "/metrics" | "/v1/label/next") | ("POST", "/v1/labels") => {
-            (Some(Scope::Admin), true)
-        }
+        ("GET", "/metrics") => (Some(Scope::Admin), true),
+        ("GET", "/v1/label/next") | ("POST", "/v1/labels") => (Some(Scope::Admin), false),
         ("POST", "/v1/documents") => (Some(Scope::Write), false),
         ("DELETE", _) => (Some(Scope::Admin), false),
         ("GET", "/openapi.json" | "/no/such/route") => (None, false),
@@ -773,6 +772,17 @@ fn scope_of(method: &str, path: &str) -> (Option<Scope>, bool) {
 /// A server on loopback whose keys come from a key file: one key per scope, one with all three,
 /// and two tenants' keys with all three; (server, key file, name -> key).
 fn keyed_server() -> (
+    Server,
+    tempfile::TempDir,
+    std::collections::HashMap<&'static str, String>,
+) {
+    keyed_server_with(|_| {})
+}
+
+/// [`keyed_server`] with more configuration.
+fn keyed_server_with(
+    configure: impl FnOnce(&mut Config) + Send + 'static,
+) -> (
     Server,
     tempfile::TempDir,
     std::collections::HashMap<&'static str, String>,
@@ -795,7 +805,10 @@ fn keyed_server() -> (
         );
     }
     let key_file = Arc::new(lector_server::KeyFile::open(&file).unwrap());
-    let server = Server::loopback(move |c| c.keys = Some(key_file));
+    let server = Server::loopback(move |c| {
+        c.keys = Some(key_file);
+        configure(c);
+    });
     (server, keys_dir, keys)
 }
 
@@ -994,4 +1007,120 @@ fn a_tenant_can_neither_read_find_delete_nor_infer_another_tenants_documents() {
         .retain(|k| k["name"] != "bolt");
     lector_index::write_durably(&file, parsed.to_string().as_bytes()).unwrap();
     assert_eq!(server.send("GET", "/v1/documents/plan", &bolt, "").0, 401);
+}
+
+#[test]
+fn a_tenants_labelling_shows_and_labels_only_its_own_asks() {
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().to_path_buf();
+    let (server, _keys_dir, keys) =
+        keyed_server_with(move |c| c.query_log = Some(lector_querylog::LogConfig::new(log)));
+    let (mut a_auth, mut b_auth, mut ops_auth) = (String::new(), String::new(), String::new());
+    let acme = with_key(&keys["acme"], &mut a_auth);
+    let bolt = with_key(&keys["bolt"], &mut b_auth);
+    let ops = with_key(&keys["ops"], &mut ops_auth);
+    let mut asked = std::collections::HashMap::new();
+    for (key, name, text, question) in [
+        (
+            &acme,
+            "acme",
+            "The Acme launch code is 4471.",
+            "What is the Acme launch code?",
+        ),
+        (
+            &bolt,
+            "bolt",
+            "The Bolt launch code is 9902.",
+            "What is the Bolt launch code?",
+        ),
+    ] {
+        let doc = json!({"id": "plan", "text": text});
+        assert_eq!(
+            server
+                .send("POST", "/v1/documents", key, &doc.to_string())
+                .0,
+            201
+        );
+        let ask = json!({"question": question, "probabilities": false});
+        let (status, body) = server.send("POST", "/v1/ask", key, &ask.to_string());
+        assert_eq!(status, 200, "{body}");
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        asked.insert(name, body["request_id"].as_str().unwrap().to_string());
+    }
+    // The log is written by a background thread: wait (bounded) until both asks are in it.
+    let next = |key: &[(&str, &str)]| {
+        let (status, body) = server.send("GET", "/v1/label/next", key, "");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+    for _ in 0..100 {
+        if next(&ops)["remaining"] == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        next(&ops)["remaining"],
+        2,
+        "a key without a tenant labels every ask"
+    );
+    let shown = next(&acme);
+    assert_eq!(shown["remaining"], 1, "{shown}");
+    assert_eq!(shown["question"], "What is the Acme launch code?");
+    assert_eq!(next(&bolt)["question"], "What is the Bolt launch code?");
+
+    // Bolt labelling acme's ask, or pointing a label at acme's document, is told nothing more
+    // than for an ask or a document that does not exist.
+    let label = |request_id: &str, doc_id: &str| {
+        json!({"request_id": request_id, "verdict": "answer", "doc_id": doc_id, "start": 0, "end": 3, "text": "The"})
+            .to_string()
+    };
+    let theirs = server.send(
+        "POST",
+        "/v1/labels",
+        &bolt,
+        &label(&asked["acme"], "bolt/plan"),
+    );
+    let never = server.send(
+        "POST",
+        "/v1/labels",
+        &bolt,
+        &label("0123456789abcdef", "bolt/plan"),
+    );
+    assert_eq!((theirs.0, never.0), (400, 400));
+    assert_eq!(
+        theirs.1.replace(&asked["acme"], "ID"),
+        never.1.replace("0123456789abcdef", "ID")
+    );
+    let their_doc = server.send(
+        "POST",
+        "/v1/labels",
+        &bolt,
+        &label(&asked["bolt"], "acme/plan"),
+    );
+    let no_doc = server.send(
+        "POST",
+        "/v1/labels",
+        &bolt,
+        &label(&asked["bolt"], "acme/none"),
+    );
+    assert_eq!((their_doc.0, no_doc.0), (400, 400));
+    assert_eq!(
+        their_doc.1.replace("plan", "X"),
+        no_doc.1.replace("none", "X")
+    );
+    let (status, body) = server.send(
+        "POST",
+        "/v1/labels",
+        &bolt,
+        &label(&asked["bolt"], "bolt/plan"),
+    );
+    assert_eq!(status, 201, "{body}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["labels"]["answers"], 1);
+    assert_eq!(
+        next(&acme)["labels"]["answers"],
+        0,
+        "acme counts only its own labels"
+    );
 }

@@ -9,9 +9,10 @@
 
 use crate::api::parse_json;
 use crate::error::ApiError;
+use crate::keys::{tenant_filter, Principal};
 use crate::state::AppState;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, Request, State};
+use axum::extract::{Extension, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
@@ -22,6 +23,7 @@ use lector_querylog::label::{
 use lector_querylog::{AskRecord, Entry, LogEntries, LogReader, LoggedPassage, Verdict};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
@@ -58,8 +60,10 @@ pub struct NextParams {
 /// there is no `request_id`.
 pub async fn next(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Principal>>,
     params: Result<Query<NextParams>, QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let tenant = principal.and_then(|Extension(p)| p.tenant);
     let labelling = Labelling::of(&state)?;
     let Query(params) = params?;
     let name = params.sample.as_deref().unwrap_or("uncertain");
@@ -67,7 +71,7 @@ pub async fn next(
     let shared = state.clone();
     let out = state
         .gate
-        .run(move || labelling.next(&shared, sample))
+        .run(move || labelling.next(&shared, sample, tenant.as_deref()))
         .await?;
     Ok(Json(out))
 }
@@ -93,6 +97,10 @@ pub async fn save(
     State(state): State<Arc<AppState>>,
     request: Request,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let tenant = request
+        .extensions()
+        .get::<Principal>()
+        .and_then(|p| p.tenant.clone());
     let labelling = Labelling::of(&state)?;
     let (admission, body) = state.gate.admit_and_read(request, MAX_LABEL_BYTES).await?;
     let request: LabelRequest = parse_json(&body)?;
@@ -100,7 +108,9 @@ pub async fn save(
     let shared = state.clone();
     let out = state
         .gate
-        .run_admitted(admission, move || labelling.save(&shared, request))
+        .run_admitted(admission, move || {
+            labelling.save(&shared, request, tenant.as_deref())
+        })
         .await?;
     Ok((StatusCode::CREATED, Json(out)))
 }
@@ -149,16 +159,40 @@ impl Labelling {
         Ok(work(guard.as_mut().expect("opened above")))
     }
 
-    /// The last label of each request id, oldest first.
-    fn latest(&self) -> Result<Vec<Label>, ApiError> {
-        self.with_store(|store| store.latest().into_iter().cloned().collect())
+    /// The last label of each request id that `tenant` may see (all without one), oldest first.
+    fn latest(&self, entries: &LogEntries, tenant: Option<&str>) -> Result<Vec<Label>, ApiError> {
+        let own: Option<HashSet<&str>> = tenant.map(|_| {
+            entries
+                .iter()
+                .filter_map(|e| match e {
+                    Entry::Ask(ask) if visible(e, tenant) => Some(ask.request_id.as_str()),
+                    _ => None,
+                })
+                .collect()
+        });
+        self.with_store(|store| {
+            store
+                .latest()
+                .into_iter()
+                .filter(|l| {
+                    own.as_ref()
+                        .is_none_or(|own| own.contains(l.request_id.as_str()))
+                })
+                .cloned()
+                .collect()
+        })
     }
 
-    fn next(&self, state: &AppState, sample: Sample) -> Result<Value, ApiError> {
+    fn next(
+        &self,
+        state: &AppState,
+        sample: Sample,
+        tenant: Option<&str>,
+    ) -> Result<Value, ApiError> {
         let entries = self.entries()?;
-        let labels = self.latest()?;
+        let labels = self.latest(&entries, tenant)?;
         let refs: Vec<&Label> = labels.iter().collect();
-        let queue = order(entries.iter(), &refs, sample);
+        let queue = order(entries.iter().filter(|e| visible(e, tenant)), &refs, sample);
         let mut out = match queue.next() {
             Some(ask) => {
                 let pipeline = state.pipeline();
@@ -178,10 +212,17 @@ impl Labelling {
         Ok(out)
     }
 
-    fn save(&self, state: &AppState, request: LabelRequest) -> Result<Value, ApiError> {
+    fn save(
+        &self,
+        state: &AppState,
+        request: LabelRequest,
+        tenant: Option<&str>,
+    ) -> Result<Value, ApiError> {
         let entries = self.entries()?;
+        // Another tenant's ask is answered exactly as one that was never logged.
         let ask = entries
             .iter()
+            .filter(|e| visible(e, tenant))
             .filter_map(|e| match e {
                 Entry::Ask(ask) if ask.request_id == request.request_id => Some(ask),
                 _ => None,
@@ -193,13 +234,23 @@ impl Labelling {
                     request.request_id
                 ))
             })?;
-        let label = checked_label(state.pipeline().index(), ask, request)?;
+        let label = checked_label(state.pipeline().index(), ask, request, tenant)?;
         self.with_store(|store| {
             store
                 .append(label.clone())
-                .map_err(|e| ApiError::internal(e.to_string()))?;
-            Ok(json!({"stored": label, "labels": LabelCounts::of(store.latest())}))
-        })?
+                .map_err(|e| ApiError::internal(e.to_string()))
+        })??;
+        let labels = self.latest(&entries, tenant)?;
+        Ok(json!({"stored": label, "labels": LabelCounts::of(&labels)}))
+    }
+}
+
+/// Whether a key of `tenant` may see `entry`: everything without a tenant; with one, that
+/// tenant's asks (feedback names a request id, so its ask decides).
+fn visible(entry: &Entry, tenant: Option<&str>) -> bool {
+    match (tenant, entry) {
+        (Some(tenant), Entry::Ask(ask)) => ask.settings.tenant.as_deref() == Some(tenant),
+        _ => true,
     }
 }
 
@@ -208,7 +259,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The label `request` describes for `ask`, or a 400 saying what does not fit.
-fn checked_label(index: &Index, ask: &AskRecord, request: LabelRequest) -> Result<Label, ApiError> {
+fn checked_label(
+    index: &Index,
+    ask: &AskRecord,
+    request: LabelRequest,
+    tenant: Option<&str>,
+) -> Result<Label, ApiError> {
     let span_given = request.doc_id.is_some()
         || request.start.is_some()
         || request.end.is_some()
@@ -241,8 +297,11 @@ fn checked_label(index: &Index, ask: &AskRecord, request: LabelRequest) -> Resul
     let start = request.start.ok_or_else(|| missing("start"))?;
     let end = request.end.ok_or_else(|| missing("end"))?;
     let text = request.text.ok_or_else(|| missing("text"))?;
+    // A tenant's key labels only its own documents: another's is answered as a missing one.
+    let allowed = tenant.map(tenant_filter);
     let document = index
         .document(&doc_id)
+        .filter(|d| allowed.as_ref().is_none_or(|f| d.passes(f)))
         .ok_or_else(|| ApiError::bad_request(format!("no document `{doc_id}` in the index")))?;
     let found = char_slice(document.text, start, end);
     if text.is_empty() || found != Some(text.as_str()) {

@@ -91,6 +91,7 @@ pub fn logged_ask(id: String, question: String) -> Entry {
             vote: false,
             prefer_recent: false,
             rank_prior: 1.0,
+            tenant: None,
         },
         answer: None,
         abstention: Some("below_threshold".into()),

@@ -351,3 +351,46 @@ fn thumbs_down_with_a_correct_answer_is_logged_and_off_without_a_query_log() {
         .expect("the up button");
     assert!(up.contains("hidden=\"\""), "the buttons are hidden: {up}");
 }
+
+#[test]
+fn the_page_uploads_pdfs_which_the_server_reads_and_refuses_by_name() {
+    use base64::Engine;
+    let Some(browser) =
+        browser_or_skip("the_page_uploads_pdfs_which_the_server_reads_and_refuses_by_name")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, addr) = serve(&index(dir.path()), &[]);
+    let profile = dir.path().join("chromium-profile");
+    let pdf = |rel: &str, name: &str| {
+        let bytes =
+            std::fs::read(lector_eval::data::require(&format!("pdf-samples/{rel}"))).unwrap();
+        let base64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+        json!({"name": name, "type": "application/pdf", "base64": base64, "lastModified": MODIFIED_MS})
+    };
+    let good = json!([pdf("024-annotations/annotated_pdf.pdf", "annotated.pdf")]);
+    let dom = dump_dom(&browser, &profile, &add_url(&addr, &good), "<body");
+    assert_eq!(docs_state(&dom), "done", "{dom}");
+    assert!(listed(&dom).contains("<td>annotated.pdf</td>"), "{dom}");
+    // A password-protected PDF: the server's reason, naming the file, and nothing added (a
+    // batch is all or nothing).
+    let locked = json!([pdf(
+        "005-libreoffice-writer-password/libreoffice-writer-password.pdf",
+        "locked.pdf"
+    )]);
+    let dom = dump_dom(&browser, &profile, &add_url(&addr, &locked), "<body");
+    assert_eq!(docs_state(&dom), "error", "{dom}");
+    assert!(
+        dom.contains("locked.pdf: encrypted PDF (password-protected), not supported"),
+        "{dom}"
+    );
+    assert!(!listed(&dom).contains("locked.pdf"));
+    // The server read the PDF: its text and pages are stored.
+    let stored = get_json(&addr, "/v1/documents/annotated.pdf");
+    assert!(
+        stored["text"].as_str().unwrap().contains("Some text."),
+        "{stored}"
+    );
+    assert_eq!(stored["metadata"]["pages"], json!([0]));
+}

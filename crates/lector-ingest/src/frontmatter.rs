@@ -13,9 +13,15 @@
 
 use serde_json::{Map, Number, Value};
 
+/// What cannot be read: the 1-based line and why.
+type Problem = (usize, String);
+
+/// The block's fields and the text with the block blanked.
+type Split = (Map<String, Value>, String);
+
 /// The front matter of `text`, if it opens with one: its fields, and the text with the block
 /// blanked. `Err((line, reason))` for a block this reader cannot read.
-pub(crate) fn split(text: &str) -> Result<Option<(Map<String, Value>, String)>, (usize, String)> {
+pub(crate) fn split(text: &str) -> Result<Option<Split>, Problem> {
     let mut lines = text.split_inclusive('\n');
     match lines.next() {
         Some(first) if first.trim_end() == "---" => {}
@@ -85,7 +91,7 @@ pub(crate) fn split(text: &str) -> Result<Option<(Map<String, Value>, String)>, 
     Ok(Some((fields, blanked)))
 }
 
-fn value_of(value: &str, line: usize) -> Result<Value, (usize, String)> {
+fn value_of(value: &str, line: usize) -> Result<Value, Problem> {
     let Some(inner) = value.strip_prefix('[') else {
         return scalar(value, line);
     };
@@ -120,7 +126,7 @@ fn split_items(inner: &str) -> Vec<&str> {
     items
 }
 
-fn scalar(value: &str, line: usize) -> Result<Value, (usize, String)> {
+fn scalar(value: &str, line: usize) -> Result<Value, Problem> {
     let value = strip_comment(value);
     if let Some(quoted) = value.strip_prefix('"') {
         return match quoted.strip_suffix('"') {

@@ -58,5 +58,5 @@ pub use document::{ContentHash, Document};
 pub use docx::section_path;
 pub use error::{Error, Result};
 pub use pdf::page_of;
-pub use read::{read_file, IngestOptions, Item, DEFAULT_MAX_DOCUMENT_BYTES};
+pub use read::{read_bytes, read_file, IngestOptions, Item, DEFAULT_MAX_DOCUMENT_BYTES};
 pub use walk::{walk, Format, SourceFile, Walk};

@@ -9,7 +9,7 @@ use crate::error::{invalid, io, Error, Result};
 use crate::walk::{Format, SourceFile};
 use crate::{docx, frontmatter, html, jsonl, pdf, squad};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Documents with more text than this are refused by default (128 MiB).
 pub const DEFAULT_MAX_DOCUMENT_BYTES: usize = 128 << 20;
@@ -57,6 +57,45 @@ pub fn read_file(
             };
             emit(item, file.bytes)
         }
+    }
+}
+
+/// A PDF or Word file already in memory (an upload) as a document with id `id`, which also
+/// names it in errors; within the size limit, refused as a file of that format would be.
+pub fn read_bytes(
+    id: &str,
+    format: Format,
+    bytes: &[u8],
+    options: &IngestOptions,
+) -> Result<Document> {
+    let file = SourceFile {
+        path: PathBuf::from(id),
+        id: id.to_string(),
+        bytes: bytes.len() as u64,
+        format,
+    };
+    if bytes.len() > options.max_document_bytes {
+        let message = format!(
+            "file has {}, {}",
+            human_size(file.bytes),
+            over_limit(options)
+        );
+        return Err(invalid(&file.path, None, message));
+    }
+    let doc = match format {
+        Format::Pdf => pdf::read(&file, bytes, options)?,
+        Format::Docx => docx::read(&file, bytes, options)?,
+        _ => {
+            return Err(invalid(
+                &file.path,
+                None,
+                "only PDF and Word files are read from bytes; send text as text",
+            ))
+        }
+    };
+    match checked(doc, &file.path, None, options) {
+        Item::Document(doc) => Ok(doc),
+        Item::Invalid(err) => Err(err),
     }
 }
 

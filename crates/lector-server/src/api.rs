@@ -205,9 +205,22 @@ fn default_list_limit() -> usize {
 pub struct DocumentIn {
     pub id: String,
     pub title: Option<String>,
+    /// The text; empty when `file` is sent instead.
+    #[serde(default)]
     pub text: String,
     pub date: Option<String>,
     pub metadata: Option<Value>,
+    /// A PDF or Word file instead of `text`, read as `lector index add` reads one.
+    pub file: Option<FileIn>,
+}
+
+/// An uploaded file: its name (whose extension, `.pdf` or `.docx`, says how to read it) and its
+/// bytes in base64 (the routes take JSON only, see [`crate::access`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileIn {
+    pub name: String,
+    pub base64: String,
 }
 
 /// Parses a JSON body: 400 with serde's message when it does not fit `T`.
@@ -597,8 +610,10 @@ fn addressed(principal: Option<Extension<Principal>>, id: &str) -> (String, Opti
 fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
     let problem = if doc.id.trim().is_empty() {
         Some("the id is empty")
-    } else if doc.text.trim().is_empty() {
+    } else if doc.text.trim().is_empty() && doc.file.is_none() {
         Some("the text is empty")
+    } else if !doc.text.is_empty() && doc.file.is_some() {
+        Some("send `text` or `file`, not both")
     } else if doc
         .metadata
         .as_ref()
@@ -614,13 +629,47 @@ fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
             doc.id
         )));
     }
-    Ok(Document {
-        id: doc.id,
-        title: doc.title,
-        text: doc.text,
-        date: doc.date,
-        metadata: doc.metadata.filter(|m| !m.is_null()),
-    })
+    let metadata = doc.metadata.filter(|m| !m.is_null());
+    let Some(file) = doc.file else {
+        return Ok(Document {
+            id: doc.id,
+            title: doc.title,
+            text: doc.text,
+            date: doc.date,
+            metadata,
+        });
+    };
+    let mut read = read_upload(position, &doc.id, &file)?;
+    // The request's own fields win over what the file says of itself.
+    read.title = doc.title.or(read.title);
+    read.date = doc.date.or(read.date);
+    if let Some(Value::Object(fields)) = metadata {
+        for (key, value) in fields {
+            read.set_field(&key, value);
+        }
+    }
+    Ok(read)
+}
+
+/// The document of an uploaded PDF or Word file, or a 400 naming it and what is wrong.
+fn read_upload(position: usize, id: &str, file: &FileIn) -> Result<Document, ApiError> {
+    use base64::Engine;
+    let refused =
+        |problem: String| ApiError::bad_request(format!("document {position} (`{id}`): {problem}"));
+    let format = match lector_ingest::Format::of(std::path::Path::new(&file.name)) {
+        Some(f @ (lector_ingest::Format::Pdf | lector_ingest::Format::Docx)) => f,
+        _ => {
+            return Err(refused(format!(
+                "`file.name` `{}` is not a .pdf or .docx file (send other formats as `text`)",
+                file.name
+            )))
+        }
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(file.base64.trim())
+        .map_err(|e| refused(format!("`file.base64` is not base64: {e}")))?;
+    let options = lector_ingest::IngestOptions::default();
+    lector_ingest::read_bytes(id, format, &bytes, &options).map_err(|e| refused(e.to_string()))
 }
 
 /// `DELETE /v1/documents/{id}`: removes a document and commits; 404 when there is none.

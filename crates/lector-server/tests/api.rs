@@ -1007,3 +1007,59 @@ fn a_filter_the_server_starts_with_is_narrowed_by_requests_never_widened() {
     let hits = error_free(&body)["hits"].as_array().unwrap().clone();
     assert!(hits.iter().all(|h| h["doc_id"] == "a"), "{hits:?}");
 }
+
+#[test]
+fn pdf_and_word_files_sent_as_base64_are_read_like_index_add_reads_them() {
+    use base64::Engine;
+    let server = Server::default();
+    let encoded = |path: std::path::PathBuf| {
+        base64::engine::general_purpose::STANDARD.encode(std::fs::read(path).unwrap())
+    };
+    let paper = lector_eval::data::require("pdf-samples/026-latex-multicolumn/multicolumn.pdf");
+    let manual = workspace().join("crates/lector-ingest/tests/fixtures/manual.docx");
+    let docs = json!([
+        {"id": "paper.pdf", "file": {"name": "multicolumn.pdf", "base64": encoded(paper)}, "metadata": {"team": "eu"}},
+        {"id": "manual.docx", "file": {"name": "manual.docx", "base64": encoded(manual)}}
+    ]);
+    let (status, body) = server.post("/v1/documents", &docs.to_string());
+    assert_eq!(status, 201, "{body}");
+    let answer = server
+        .ask(json!({"question": "What is the capital of Denmark?", "filter": "team == \"eu\""}));
+    let evidence = &answer["answer"]["evidence"];
+    assert_eq!(evidence["doc_id"], "paper.pdf");
+    assert_eq!(evidence["page"], 3, "{evidence}");
+    let answer = server.ask(json!({"question": "At what time does the scheduled task run?"}));
+    assert_eq!(answer["answer"]["text"], "02:30");
+    assert_eq!(
+        answer["answer"]["evidence"]["section"],
+        "Installation > Windows"
+    );
+
+    // Refused by name, nothing stored: an encrypted PDF, bytes that are not base64, another format.
+    let locked = lector_eval::data::require(
+        "pdf-samples/005-libreoffice-writer-password/libreoffice-writer-password.pdf",
+    );
+    for (file, expected) in [
+        (
+            json!({"name": "locked.pdf", "base64": encoded(locked)}),
+            "encrypted PDF",
+        ),
+        (
+            json!({"name": "x.pdf", "base64": "not base64!"}),
+            "`file.base64` is not base64",
+        ),
+        (
+            json!({"name": "x.txt", "base64": ""}),
+            "not a .pdf or .docx file",
+        ),
+    ] {
+        let doc = json!({"id": "bad", "file": file});
+        let (status, body) = server.post("/v1/documents", &doc.to_string());
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            error(&body).contains(expected) && error(&body).contains("`bad`"),
+            "{body}"
+        );
+    }
+    assert_eq!(server.get("/v1/documents/bad").0, 404);
+}

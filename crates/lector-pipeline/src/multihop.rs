@@ -275,8 +275,7 @@ impl Pipeline {
         }
         let hop2_start = Instant::now();
         let mut pool = Pool::default();
-        let filter = search.filter.as_ref();
-        let scored = self.second_hop(question, &first, &bridges, hops, filter, &mut pool)?;
+        let scored = self.second_hop(question, &first, &bridges, hops, &search, &mut pool)?;
         let top: Vec<ScoredPath> = scored.iter().take(hops.paths).copied().collect();
         let mut answered = self.read_paths(question, &top, &pool, options)?;
         // The stage timings are hop 1's; each hop's total is in the trace.
@@ -385,10 +384,11 @@ impl Pipeline {
         first: &[Hit],
         bridges: &[Vec<String>],
         hops: &HopOptions,
-        filter: Option<&Filter>,
+        search: &SearchOptions,
         pool: &mut Pool,
     ) -> Result<Vec<ScoredPath>> {
-        let searches = self.second_hop_retrievers(hops.second_hop, filter)?;
+        let filter = search.filter.as_ref();
+        let searches = self.second_hop_retrievers(hops.second_hop, search)?;
         let mut ranks = HashMap::new();
         for (rank, hit) in first.iter().enumerate() {
             ranks.insert(pool.add(hit), rank + 1);
@@ -446,11 +446,13 @@ impl Pipeline {
     fn second_hop_retrievers(
         &self,
         how: SecondHop,
-        filter: Option<&Filter>,
+        asked: &SearchOptions,
     ) -> Result<Vec<Box<dyn Retriever + '_>>> {
         let mut out = Vec::new();
         let mut search = SearchOptions::for_index(&self.index, Mode::Bm25);
-        search.filter = filter.cloned();
+        // The ask's filter (and a tenant's own statistics), with the second hop's own ranking.
+        search.filter = asked.filter.clone();
+        search.statistics_within_filter = asked.statistics_within_filter;
         if how != SecondHop::Dense {
             out.push(self.index.retriever(&search, None)?);
         }

@@ -9,7 +9,7 @@
 use crate::analysis::Analyzer;
 use crate::codec::{DecodeResult, Decoder, Encoder};
 use crate::document::{ContentHash, Document};
-use crate::passage::{chunk, ChunkConfig, Span};
+use crate::passage::{chunk_within, ChunkConfig, Span};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -74,7 +74,12 @@ impl Segment {
         let mut terms = Vec::new();
         for doc in docs {
             let doc_index = segment.docs.len() as u32;
-            let spans = chunk(&doc.text, chunking);
+            let sections = if chunking.sections {
+                lector_ingest::section_starts(doc.metadata.as_ref())
+            } else {
+                Vec::new()
+            };
+            let spans = chunk_within(&doc.text, &sections, chunking);
             segment.docs.push(StoredDoc {
                 id: doc.id.clone(),
                 title: doc.title.clone(),
@@ -85,11 +90,25 @@ impl Segment {
                 first_passage: segment.passages.len() as u32,
                 passages: spans.len() as u32,
             });
-            for span in spans {
+            let headings = if chunking.headings {
+                let starts: Vec<usize> = spans.iter().map(|s| s.char_start).collect();
+                lector_ingest::sections::section_paths(doc.metadata.as_ref(), &starts)
+            } else {
+                Vec::new()
+            };
+            for (n, span) in spans.into_iter().enumerate() {
                 // The title is indexed with every passage: a passage alone often omits the topic.
                 terms.clear();
                 if let Some(title) = &doc.title {
                     analyzer.analyze_into(title, &mut terms);
+                }
+                // So are its headings, with `headings`, except one that repeats the title.
+                if let Some(Some(path)) = headings.get(n) {
+                    for heading in path.split(" > ") {
+                        if doc.title.as_deref() != Some(heading) {
+                            analyzer.analyze_into(heading, &mut terms);
+                        }
+                    }
                 }
                 analyzer.analyze_into(&doc.text[span.byte_start..span.byte_end], &mut terms);
                 segment.push_passage(doc_index, span, &terms);
@@ -315,6 +334,8 @@ mod tests {
             ChunkConfig {
                 words: 3,
                 overlap: 0,
+                sections: false,
+                headings: false,
             },
         );
         let bytes = segment.encode();
@@ -349,5 +370,53 @@ mod tests {
         assert!(!merged.terms.contains_key("mitosi"));
         let direct = Segment::build(&all[1..], &analyzer, ChunkConfig::default());
         assert_eq!(merged.encode(), direct.encode());
+    }
+
+    #[test]
+    fn section_chunking_follows_the_metadata_only_when_set() {
+        let analyzer = Analyzer::new(AnalyzerConfig::default());
+        let text = "# Install\nRun the installer now.\n## Linux\nUse apt.";
+        let mut doc = Document::new("m.md", text);
+        doc.metadata = Some(serde_json::json!({"sections": [
+            {"start": 2, "level": 1, "title": "Install"},
+            {"start": 36, "level": 2, "title": "Linux"},
+        ]}));
+        assert!(text[36..].starts_with("Linux"));
+        let passages = |sections| {
+            let chunking = ChunkConfig {
+                sections,
+                ..ChunkConfig::default()
+            };
+            let segment = Segment::build([&doc], &analyzer, chunking);
+            segment
+                .passages
+                .iter()
+                .map(|p| text[p.span.byte_start..p.span.byte_end].to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            passages(true),
+            ["Install\nRun the installer now.", "Linux\nUse apt."]
+        );
+        assert_eq!(passages(false), [text]);
+
+        // With `headings`, the parent heading's terms are in the Linux passage too.
+        let mut install = Vec::new();
+        analyzer.analyze_into("Install", &mut install);
+        let postings = |headings| {
+            let chunking = ChunkConfig {
+                sections: true,
+                headings,
+                ..ChunkConfig::default()
+            };
+            let segment = Segment::build([&doc], &analyzer, chunking);
+            let term = segment.terms[&install[0]] as usize;
+            segment.postings[term]
+                .iter()
+                .map(|p| p.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(postings(false), [0]);
+        assert_eq!(postings(true), [0, 1]);
     }
 }

@@ -51,6 +51,8 @@
 use crate::document::Document;
 use crate::error::{invalid, Result};
 use crate::read::{human_size, over_limit, IngestOptions};
+pub use crate::sections::section_path;
+use crate::sections::Section;
 use crate::walk::SourceFile;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
@@ -58,56 +60,6 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::{Cursor, Read};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// The heading path of the section holding the character at `char_offset`, from the
-/// `"sections"` list in a document's `metadata` (as the DOCX reader writes it:
-/// `[{"start": offset, "level": n, "title": "..."}, ...]` in document order): the titles of the
-/// nearest preceding heading at each level, shallowest first, joined by ` > `. A heading clears
-/// the deeper ones before it, so a level-2 heading under a new level-1 heading does not keep the
-/// previous level-2 one. `None` when there is no such list, the offset is before the first
-/// heading, or the list is not one of headings with increasing starts and levels 1 to 9.
-///
-/// ```
-/// use serde_json::json;
-/// let metadata = json!({"sections": [
-///     {"start": 0, "level": 1, "title": "Installation"},
-///     {"start": 40, "level": 2, "title": "Linux"},
-///     {"start": 90, "level": 2, "title": "Windows"},
-///     {"start": 150, "level": 1, "title": "Configuration"},
-/// ]});
-/// let path = |offset| lector_ingest::section_path(Some(&metadata), offset);
-/// assert_eq!(path(10).as_deref(), Some("Installation"));
-/// assert_eq!(path(45).as_deref(), Some("Installation > Linux"));
-/// assert_eq!(path(100).as_deref(), Some("Installation > Windows"));
-/// assert_eq!(path(151).as_deref(), Some("Configuration"));
-/// assert_eq!(lector_ingest::section_path(None, 7), None);
-/// ```
-pub fn section_path(metadata: Option<&Value>, char_offset: usize) -> Option<String> {
-    let sections = metadata?.get("sections")?.as_array()?;
-    let mut open: Vec<(u64, &str)> = Vec::new();
-    let mut previous = None;
-    for section in sections {
-        let start = usize::try_from(section.get("start")?.as_u64()?).ok()?;
-        let level = section.get("level")?.as_u64()?;
-        let title = section.get("title")?.as_str()?;
-        if !(1..=9).contains(&level) || previous.is_some_and(|p| start < p) {
-            return None;
-        }
-        previous = Some(start);
-        if start > char_offset {
-            continue;
-        }
-        while open.last().is_some_and(|&(l, _)| l >= level) {
-            open.pop();
-        }
-        open.push((level, title));
-    }
-    if open.is_empty() {
-        return None;
-    }
-    let titles: Vec<&str> = open.iter().map(|&(_, t)| t).collect();
-    Some(titles.join(" > "))
-}
 
 /// Reads one DOCX file's bytes (already size-checked) into a document, or the reason it cannot.
 pub(crate) fn read(file: &SourceFile, bytes: &[u8], options: &IngestOptions) -> Result<Document> {
@@ -146,13 +98,6 @@ struct Extracted {
     author: Option<String>,
     created: Option<String>,
     modified: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct Section {
-    start: usize,
-    level: u8,
-    title: String,
 }
 
 type Archive<'a> = zip::ZipArchive<Cursor<&'a [u8]>>;
@@ -779,11 +724,7 @@ fn iso_date(w3c: &str) -> Option<String> {
 }
 
 fn document(file: &SourceFile, docx: Extracted) -> Document {
-    let sections = docx
-        .sections
-        .iter()
-        .map(|s| serde_json::json!({"start": s.start, "level": s.level, "title": s.title}))
-        .collect();
+    let sections = docx.sections.iter().map(Section::to_json).collect();
     let mut metadata = Map::new();
     metadata.insert("sections".to_string(), Value::Array(sections));
     for (key, value) in [

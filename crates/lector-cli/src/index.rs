@@ -65,6 +65,13 @@ pub struct AddArgs {
     /// Words repeated from one passage to the next, whole sentences only (new index only) [default: 0].
     #[arg(long)]
     overlap_words: Option<usize>,
+    /// Cut documents at their headings (Markdown, HTML, Word) before cutting by length, so that
+    /// no passage spans two sections (new index only) [default: true].
+    #[arg(long, value_name = "BOOL")]
+    chunk_by_sections: Option<bool>,
+    /// Index each passage with the headings of its section (new index only) [default: true].
+    #[arg(long, value_name = "BOOL")]
+    index_headings: Option<bool>,
     /// Stemmer: porter2 or none (new index only) [default: porter2].
     #[arg(long)]
     stemmer: Option<Stemmer>,
@@ -158,6 +165,8 @@ fn requested_settings(args: &AddArgs) -> Result<IndexSettings> {
     let mut settings = IndexSettings::default();
     settings.chunking.words = args.passage_words.unwrap_or(settings.chunking.words);
     settings.chunking.overlap = args.overlap_words.unwrap_or(settings.chunking.overlap);
+    settings.chunking.sections = args.chunk_by_sections.unwrap_or(settings.chunking.sections);
+    settings.chunking.headings = args.index_headings.unwrap_or(settings.chunking.headings);
     settings.analyzer.stemmer = args.stemmer.unwrap_or(settings.analyzer.stemmer);
     settings.bm25 = Bm25Params {
         k1: args.k1.unwrap_or(settings.bm25.k1),
@@ -179,6 +188,17 @@ fn check_existing(args: &AddArgs, stored: IndexSettings) -> Result<()> {
             "--overlap-words",
             args.overlap_words.map(|w| w != stored.chunking.overlap),
             stored.chunking.overlap.to_string(),
+        ),
+        (
+            "--chunk-by-sections",
+            args.chunk_by_sections
+                .map(|v| v != stored.chunking.sections),
+            stored.chunking.sections.to_string(),
+        ),
+        (
+            "--index-headings",
+            args.index_headings.map(|v| v != stored.chunking.headings),
+            stored.chunking.headings.to_string(),
         ),
         (
             "--stemmer",
@@ -367,6 +387,10 @@ fn stats(args: StatsArgs) -> Result<()> {
         (
             "passage words / overlap",
             format!("{} / {}", s.chunking.words, s.chunking.overlap),
+        ),
+        (
+            "cut at sections / headings indexed",
+            format!("{} / {}", s.chunking.sections, s.chunking.headings),
         ),
         (
             "stemmer",

@@ -251,23 +251,11 @@ fn read_utf8(path: &Path, options: &IngestOptions) -> Result<String> {
 
 fn read_plain(file: &SourceFile, options: &IngestOptions) -> Result<Document> {
     let raw = read_utf8(&file.path, options)?;
-    if file.format == Format::Markdown {
-        return read_markdown(file, raw);
+    match file.format {
+        Format::Markdown => read_markdown(file, raw).map(crate::sections::with_markdown_sections),
+        Format::Html => Ok(html::document(file, &raw)),
+        _ => Ok(Document::new(file.id.clone(), raw)),
     }
-    let (title, text) = match file.format {
-        Format::Html => {
-            let page = html::extract(&raw);
-            (page.title, page.text)
-        }
-        _ => (None, raw),
-    };
-    Ok(Document {
-        id: file.id.clone(),
-        title,
-        text,
-        date: None,
-        metadata: None,
-    })
 }
 
 /// Markdown: front matter fields into the metadata (`title` and `date` into the document's

@@ -23,7 +23,8 @@ if [ ! -d "$data" ]; then
   exit 1
 fi
 cache="${LECTOR_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/lector}"
-gguf="${LECTOR_FUZZ_GGUF:-$(find "$cache/models" -name '*.gguf' 2>/dev/null | sort | head -n 1)}"
+# (No model cache yet, on a fresh machine: find fails, which must not end the script.)
+gguf="${LECTOR_FUZZ_GGUF:-$({ find "$cache/models" -name '*.gguf' 2>/dev/null || true; } | sort | head -n 1)}"
 
 cargo_fuzz="$(bash "$repo/tools/setup-cargo-fuzz.sh")"
 cd "$repo/fuzz"

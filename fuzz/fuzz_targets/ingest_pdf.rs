@@ -1,10 +1,12 @@
 //! A PDF file (`.pdf`): its text page by page through lopdf, with the PDF reader's own checks on
 //! top of the common ones: a panic inside the parser must come back as an invalid item (it is
 //! caught), and a document's page starts must be increasing character offsets that begin at 0,
-//! each after a form feed, one per page of its text, so that `page_of` maps them back.
+//! each after a form feed, one per page of its text, so that `page_of` maps them back; and the
+//! sections read from its outline, if any, must be a valid list (increasing starts, within the
+//! text, levels 1 to 9), so that `section_starts` keeps them all.
 #![no_main]
 use lector_fuzz::{scratch_file, FUZZ_MAX_DOCUMENT_BYTES};
-use lector_ingest::{page_of, read_file, Format, IngestOptions, Item, SourceFile};
+use lector_ingest::{page_of, read_file, section_starts, Format, IngestOptions, Item, SourceFile};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     lector_fuzz::ingest("pdf", data);
@@ -37,6 +39,12 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                     assert!(start > starts[page - 1] && chars[start - 1] == '\u{c}');
                 }
                 assert_eq!(page_of(Some(metadata), start), Some(page + 1));
+            }
+            if let Some(sections) = metadata.get("sections") {
+                let listed = sections.as_array().expect("a list of sections").len();
+                let starts = section_starts(Some(metadata));
+                assert_eq!(starts.len(), listed, "every section valid");
+                assert!(starts.iter().all(|&s| s <= chars.len()));
             }
         }
         Ok(())

@@ -65,8 +65,8 @@ pub struct AddArgs {
     /// Words repeated from one passage to the next, whole sentences only (new index only) [default: 0].
     #[arg(long)]
     overlap_words: Option<usize>,
-    /// Cut documents at their headings (Markdown, HTML, Word) before cutting by length, so that
-    /// no passage spans two sections (new index only) [default: true].
+    /// Cut documents at their headings (Markdown, HTML, Word, a PDF's outline) before cutting by
+    /// length, so that no passage spans two sections (new index only) [default: true].
     #[arg(long, value_name = "BOOL")]
     chunk_by_sections: Option<bool>,
     /// Index each passage with the headings of its section (new index only) [default: true].

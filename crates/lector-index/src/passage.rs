@@ -11,7 +11,7 @@
 //! surrounding whitespace.
 //!
 //! With [`ChunkConfig::sections`], a document with headings (`metadata.sections`, written by the
-//! DOCX, Markdown and HTML readers) is first cut at every section start and each section is
+//! DOCX, Markdown, HTML and PDF readers) is first cut at every section start and each section is
 //! chunked alone ([`chunk_within`]), so no passage spans two sections and a hit's section path
 //! (named at its first character) is the section of all its text. With
 //! [`ChunkConfig::headings`], each passage is indexed with the headings of its section

@@ -88,7 +88,7 @@ pub struct Hit {
     /// The page (1-based) where the passage starts, for documents with pages (PDF).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page: Option<usize>,
-    /// The headings above the passage's start, for documents with sections (DOCX, Markdown, HTML):
+    /// The headings above the passage's start, for documents with sections (DOCX, Markdown, HTML, PDFs with an outline):
     /// `Installation > Linux`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,

@@ -49,7 +49,7 @@
 //! but one that is missing, broken or too large is only left out: the text is read without it.
 
 use crate::document::Document;
-use crate::error::{invalid, Result};
+use crate::error::{parse_guarded, Result};
 use crate::read::{human_size, over_limit, IngestOptions};
 pub use crate::sections::section_path;
 use crate::sections::Section;
@@ -59,24 +59,12 @@ use quick_xml::Reader;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::{Cursor, Read};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Reads one DOCX file's bytes (already size-checked) into a document, or the reason it cannot.
 pub(crate) fn read(file: &SourceFile, bytes: &[u8], options: &IngestOptions) -> Result<Document> {
     // The ZIP and XML parsers read untrusted input: a panic in them is this file's failure only.
-    match catch_unwind(AssertUnwindSafe(|| extract(bytes, options))) {
-        Ok(Ok(docx)) => Ok(document(file, docx)),
-        Ok(Err(message)) => Err(invalid(&file.path, None, message)),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            let message = format!("unreadable DOCX (the parser failed: {what})");
-            Err(invalid(&file.path, None, message))
-        }
-    }
+    let docx = parse_guarded(&file.path, "DOCX", || extract(bytes, options))?;
+    Ok(document(file, docx))
 }
 
 /// The first bytes of an OLE compound file: what Word writes for a password-protected `.docx`

@@ -1,6 +1,7 @@
 //! Errors of ingestion: each names the file, and the line where it applies.
 
-use std::path::PathBuf;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
 
 /// Everything that can go wrong while reading documents.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +44,29 @@ pub(crate) fn invalid(
         path: path.into(),
         line,
         message: message.into(),
+    }
+}
+
+/// Runs a parser of untrusted input on the file at `path`: the reason it gives, or a panic inside
+/// it (caught, so one bad file never stops a folder), becomes an invalid-input error naming the
+/// file; `format` names what failed to parse ("PDF", "DOCX").
+pub(crate) fn parse_guarded<T>(
+    path: &Path,
+    format: &str,
+    parse: impl FnOnce() -> std::result::Result<T, String>,
+) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(parse)) {
+        Ok(Ok(parsed)) => Ok(parsed),
+        Ok(Err(message)) => Err(invalid(path, None, message)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let message = format!("unreadable {format} (the parser failed: {what})");
+            Err(invalid(path, None, message))
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! Document structure: the headings of a document as `metadata.sections`, and the heading path
 //! at an offset.
 //!
-//! Every format with headings (DOCX, Markdown, HTML) records them the same way, in document
+//! Every format with headings (DOCX, Markdown, HTML, a PDF's outline) records them the same way, in document
 //! order: `{"start": <char offset of the heading's text>, "level": <1..=9>, "title": "<its
 //! text>"}`. Offsets count characters (Unicode scalar values) of the document text, as passage
 //! offsets do. [`section_path`] names the section holding an offset; [`section_starts`] lists
@@ -53,7 +53,7 @@ pub fn with_markdown_sections(mut doc: Document) -> Document {
 }
 
 /// The heading path of the section holding the character at `char_offset`, from the
-/// `"sections"` list in a document's `metadata` (as the DOCX, Markdown and HTML readers write it:
+/// `"sections"` list in a document's `metadata` (as the DOCX, Markdown, HTML and PDF readers write it:
 /// `[{"start": offset, "level": n, "title": "..."}, ...]` in document order): the titles of the
 /// nearest preceding heading at each level, shallowest first, joined by ` > `. A heading clears
 /// the deeper ones before it, so a level-2 heading under a new level-1 heading does not keep the

@@ -309,3 +309,105 @@ fn walking_every_sample_gives_a_document_or_an_invalid_item_each() {
     );
     assert_eq!(documents.len(), 24);
 }
+
+/// `(level, title, page, the text at its start)` of each section of a PDF document.
+fn outline_sections(doc: &Document) -> Vec<(u64, String, usize, String)> {
+    let metadata = doc.metadata.as_ref();
+    let chars: Vec<char> = doc.text.chars().collect();
+    let sections = metadata.unwrap()["sections"].as_array().expect("sections");
+    sections
+        .iter()
+        .map(|s| {
+            let start = s["start"].as_u64().unwrap() as usize;
+            let title = s["title"].as_str().unwrap().to_string();
+            let end = (start + title.chars().count()).min(chars.len());
+            let printed = chars[start..end].iter().collect();
+            let page = page_of(metadata, start).unwrap();
+            (s["level"].as_u64().unwrap(), title, page, printed)
+        })
+        .collect()
+}
+
+#[test]
+fn outline_entries_are_sections_where_their_titles_are_printed() {
+    // hyperref's bookmarks of nine \section{...}s after a table of contents on page 1, which
+    // prints the same titles: each starts at its heading, not at the contents line.
+    let doc = document("006-pdflatex-outline/pdflatex-outline.pdf");
+    let sections = outline_sections(&doc);
+    let titles: Vec<&str> = sections.iter().map(|s| s.1.as_str()).collect();
+    assert_eq!(titles, ["Foo", "Bar", "Baz"].repeat(3));
+    let pages: Vec<usize> = sections.iter().map(|s| s.2).collect();
+    assert_eq!(pages, [2, 2, 2, 2, 3, 3, 3, 4, 4]);
+    for (level, title, _, printed) in &sections {
+        assert_eq!(*level, 1);
+        assert_eq!(printed, title);
+    }
+    // A passage after the fifth heading is in section "Bar".
+    let offset = lector_ingest::section_starts(doc.metadata.as_ref())[4] + 40;
+    assert_eq!(
+        lector_ingest::section_path(doc.metadata.as_ref(), offset).as_deref(),
+        Some("Bar")
+    );
+
+    // 117 pages with chapters, sections and a subsection: levels from the outline's depth.
+    let doc = document("009-pdflatex-geotopo/GeoTopo-komprimiert.pdf");
+    let sections = outline_sections(&doc);
+    assert_eq!(sections.len(), 35);
+    let some: Vec<(u64, &str, usize)> = sections
+        .iter()
+        .filter(|s| s.1.starts_with("4.2") || s.1.starts_with("1.2 "))
+        .map(|s| (s.0, s.1.as_str(), s.2))
+        .collect();
+    assert_eq!(
+        some,
+        [
+            (2, "1.2 Metrische Räume", 10),
+            (2, "4.2 Weitere Eigenschaften einer euklidischen Ebene", 78),
+            (3, "4.2.1 Flächeninhalt", 78),
+        ]
+    );
+    // Every title is printed where it starts, but the last: its bookmark points to page 114,
+    // which prints the "Symbolverzeichnis": it starts at that page.
+    let mismatched: Vec<_> = sections.iter().filter(|s| s.3 != s.1).collect();
+    assert_eq!(mismatched.len(), 1, "{mismatched:?}");
+    assert_eq!(mismatched[0].1, "Stichwortverzeichnis");
+    assert!(mismatched[0].3.starts_with("111 Symbolverzeichni"));
+    let offset = char_offset(&doc.text, "Flächeninhalt Definition") + 30;
+    assert_eq!(
+        lector_ingest::section_path(doc.metadata.as_ref(), offset).as_deref(),
+        Some(
+            "4 Euklidische und nichteuklidische Geometrie > 4.2 Weitere Eigenschaften einer \
+             euklidischen Ebene > 4.2.1 Flächeninhalt"
+        )
+    );
+}
+
+#[test]
+fn outline_titles_not_printed_start_at_their_page() {
+    // pypdf's "mistitled" outline (First, Second, ...): no title is printed, so each entry
+    // starts at the first character of the page it points to, with its depth kept.
+    let doc = document("014-outlines/mistitled_outlines_example.pdf");
+    let starts = doc.metadata.as_ref().unwrap()["pages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let sections = outline_sections(&doc);
+    assert_eq!(sections.len(), 13);
+    let first: Vec<(u64, &str, usize)> = sections[..5]
+        .iter()
+        .map(|s| (s.0, s.1.as_str(), s.2))
+        .collect();
+    assert_eq!(
+        first,
+        [
+            (1, "First", 2),
+            (2, "Second", 2),
+            (2, "Third", 2),
+            (2, "Fourth", 2),
+            (3, "Fifth", 3)
+        ]
+    );
+    for start in lector_ingest::section_starts(doc.metadata.as_ref()) {
+        assert!(starts.contains(&start.into()), "{start} is a page start");
+    }
+}

@@ -414,7 +414,7 @@ fn a_hub_pull_follows_the_lfs_redirect_resumes_verifies_and_reads_like_the_shipp
          Carolina Panthers 24-10 to earn their third Super Bowl title.",
     )
     .unwrap();
-    let read = |model: Option<&Path>| {
+    let lector_read = |model: Option<&Path>| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_lector"));
         cmd.args([
             "read",
@@ -424,11 +424,15 @@ fn a_hub_pull_follows_the_lfs_redirect_resumes_verifies_and_reads_like_the_shipp
         ])
         .arg("--context")
         .arg(&context)
-        .env_remove("LECTOR_READER");
+        .env_remove("LECTOR_READER")
+        .env("LECTOR_CACHE_DIR", cache.path());
         if let Some(model) = model {
             cmd.arg("--model").arg(model);
         }
-        let out = cmd.output().unwrap();
+        cmd.output().unwrap()
+    };
+    let read = |model: Option<&Path>| {
+        let out = lector_read(model);
         let (stdout, err) = text(&out);
         assert!(out.status.success(), "{err}");
         stdout
@@ -438,6 +442,16 @@ fn a_hub_pull_follows_the_lfs_redirect_resumes_verifies_and_reads_like_the_shipp
     let shipped = read(None);
     assert!(pulled.contains("Denver Broncos"), "{pulled}");
     assert_eq!(pulled, shipped);
+    // `--model ORG/NAME` is the pulled snapshot; one never pulled says how to pull it.
+    assert_eq!(read(Some(Path::new("lector-test/reader"))), shipped);
+    assert_eq!(read(Some(Path::new("lector-test/reader@main"))), shipped);
+    let out = lector_read(Some(Path::new("lector-test/absent")));
+    let (_, err) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("lector models pull reader lector-test/absent"),
+        "{err}"
+    );
 }
 
 #[test]

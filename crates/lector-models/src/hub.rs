@@ -156,6 +156,18 @@ pub fn cached_snapshot(repo_and_revision: &str) -> Option<PathBuf> {
     snapshot_in(&dir, &spec.revision)
 }
 
+/// `ORG/NAME@COMMIT` when `dir` is a snapshot folder of the hub cache
+/// (`hub/ORG--NAME/snapshots/COMMIT`), the name a pulled model is known by; `None` otherwise.
+pub fn snapshot_name(dir: &Path) -> Option<String> {
+    let commit = dir.file_name()?.to_str()?;
+    let snapshots = dir.parent()?;
+    let repo = snapshots.parent()?;
+    let in_hub = repo.parent()?.file_name()? == "hub";
+    let (org, name) = repo.file_name()?.to_str()?.split_once("--")?;
+    (is_commit(commit) && snapshots.file_name()? == "snapshots" && in_hub)
+        .then(|| format!("{org}/{name}@{commit}"))
+}
+
 fn is_commit(rev: &str) -> bool {
     rev.len() == 40 && rev.chars().all(|c| c.is_ascii_hexdigit())
 }
@@ -696,6 +708,21 @@ fn sha256_file(path: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshot_folders_are_named_by_repository_and_commit() {
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        let dir = Path::new("/c/hub/acme--reader/snapshots").join(commit);
+        assert_eq!(snapshot_name(&dir), Some(format!("acme/reader@{commit}")));
+        for other in [
+            Path::new("/c/models/reader-minilm-squad").to_path_buf(),
+            Path::new("/c/hub/acme--reader/snapshots/main").to_path_buf(),
+            Path::new("/c/elsewhere/acme--reader/snapshots").join(commit),
+            Path::new("/c/hub/acme-reader/snapshots").join(commit),
+        ] {
+            assert_eq!(snapshot_name(&other), None, "{}", other.display());
+        }
+    }
 
     #[test]
     fn repo_specs_parse_and_bad_ones_are_refused() {

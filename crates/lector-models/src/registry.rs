@@ -76,19 +76,39 @@ pub fn cache_root() -> Result<PathBuf> {
         .ok_or_else(|| Error::Fetch("no user cache directory (set LECTOR_CACHE_DIR)".into()))
 }
 
-/// The reader to use: `explicit`, else `$LECTOR_READER`, else the shipped checkpoint found next
-/// to the executable (walking up from it) or in the source tree this binary was built from.
+/// The reader to use: `explicit`, else `$LECTOR_READER` (each a folder or a pulled hub
+/// repository, see [`model_dir`]), else the shipped checkpoint found next to the executable
+/// (walking up from it) or in the source tree this binary was built from.
 pub fn resolve_reader(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(dir) = explicit {
-        return Ok(dir.to_path_buf());
+        return model_dir(dir, "reader");
     }
     if let Some(dir) = std::env::var_os("LECTOR_READER") {
-        return Ok(PathBuf::from(dir));
+        return model_dir(Path::new(&dir), "reader");
     }
     shipped_reader().ok_or_else(|| Error::MissingFile {
         path: PathBuf::from("models").join(READER_NAME),
         what: "default reader (pass --model DIR or set LECTOR_READER)",
     })
+}
+
+/// The folder of a model given by the user for `role` (reader, embedder, reranker): `spec` itself
+/// when it is a folder (as Hugging Face's `from_pretrained` prefers a local folder), else, when
+/// it names a hub repository `ORG/NAME[@REVISION]`, that repository's snapshot pulled by `lector
+/// models pull` (never fetched here: loading a model does not reach the network). Anything else
+/// is returned as given, for the loader to report as missing.
+pub fn model_dir(spec: &Path, role: &str) -> Result<PathBuf> {
+    let repo = spec
+        .to_str()
+        .filter(|s| crate::hub::RepoRef::parse(s).is_ok());
+    match repo {
+        Some(repo) if !spec.is_dir() => crate::hub::cached_snapshot(repo).ok_or_else(|| {
+            Error::Fetch(format!(
+                "{repo} is neither a folder nor a pulled hub repository: run `lector models pull {role} {repo}` first"
+            ))
+        }),
+        _ => Ok(spec.to_path_buf()),
+    }
 }
 
 fn shipped_reader() -> Option<PathBuf> {

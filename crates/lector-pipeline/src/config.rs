@@ -133,11 +133,14 @@ impl RerankConfig {
         if self.depth == 0 {
             return Err(Error::Options("the rerank depth must be at least 1".into()));
         }
-        let model = CrossEncoder::load(&self.model).map_err(|e| Error::Model {
+        let model_error = |e: lector_models::Error| Error::Model {
             what: "reranker",
             path: self.model.clone(),
             message: e.to_string(),
-        })?;
+        };
+        let dir =
+            lector_models::registry::model_dir(&self.model, "reranker").map_err(model_error)?;
+        let model = CrossEncoder::load(&dir).map_err(model_error)?;
         Ok(Reranker(model))
     }
 }
@@ -212,9 +215,13 @@ impl PipelineConfig {
     }
 }
 
-/// The name a calibration records for a reader: its directory's name.
+/// The name a calibration (or an index, for its embedder) records for a model: its directory's
+/// name, or `ORG/NAME@COMMIT` for a snapshot pulled from a hub.
 pub fn reader_name(dir: &Path) -> String {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    if let Some(pulled) = lector_models::hub::snapshot_name(&dir) {
+        return pulled;
+    }
     dir.file_name().map_or_else(
         || dir.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
@@ -276,7 +283,11 @@ pub fn load_embedder(explicit: Option<&Path>, notify: &dyn Fn(&str)) -> Result<I
         message: e.to_string(),
     };
     let (model, dir) = match explicit {
-        Some(dir) => (reader_name(dir), dir.to_path_buf()),
+        Some(spec) => {
+            let dir = lector_models::registry::model_dir(spec, "embedder")
+                .map_err(|e| model_error(spec, e))?;
+            (reader_name(&dir), dir)
+        }
         None => {
             let model = wheel_model("embedder").expect("the registry has an embedder");
             if !model.is_cached() {

@@ -78,5 +78,5 @@ pub use search::{
     DenseRetriever, HybridRetriever, SearchOptions, DEFAULT_EF, DEFAULT_FUSION_DEPTH,
     FILTERED_EXACT_BELOW,
 };
-pub use store::{DenseMeta, IndexSettings, FORMAT_VERSION};
+pub use store::{write_locked, DenseMeta, IndexSettings, FORMAT_VERSION};
 pub use writer::{AddOutcome, CommitInfo, IndexWriter};

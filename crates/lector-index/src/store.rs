@@ -316,6 +316,16 @@ pub(crate) fn lock(dir: &Path) -> Result<File> {
     }
 }
 
+/// Writes `name` into the index directory `dir`, beside the index's own files (a calibration,
+/// for example), durably and while holding the index's writer lock, so that it never races a
+/// writer, a merge or another such write. Fails at once, naming the lock, while a writer (a
+/// read-write server, `lector index add`) holds it; nothing is written then.
+pub fn write_locked(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let _lock = lock(dir)?;
+    let path = dir.join(name);
+    crate::file_layer::write_durably(&path, bytes).map_err(io(&path))
+}
+
 /// Whether `name` is a file this crate writes (so the directory check and cleaning never touch
 /// anything else).
 pub(crate) fn is_index_file(name: &str) -> bool {

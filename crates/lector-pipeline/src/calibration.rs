@@ -193,12 +193,17 @@ impl Calibration {
         Ok(Some(calibration))
     }
 
-    /// Stores the calibration in `index_dir` durably: temporary file, fsync, rename, fsync of
-    /// the directory. A crash leaves either the old file or the new one.
+    /// Stores the calibration in `index_dir` durably (temporary file, fsync, rename, fsync of
+    /// the directory: a crash leaves either the old file or the new one) under the index's
+    /// writer lock, so it fails, naming the lock, while a writer holds the index. Read-only
+    /// servers of the index load the new file within a second.
     pub fn save(&self, index_dir: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self).expect("calibration serialises") + "\n";
-        let path = index_dir.join(CALIBRATION_FILE);
-        lector_index::write_durably(&path, text.as_bytes()).map_err(io(&path))
+        Ok(lector_index::write_locked(
+            index_dir,
+            CALIBRATION_FILE,
+            text.as_bytes(),
+        )?)
     }
 }
 

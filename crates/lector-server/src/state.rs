@@ -18,7 +18,7 @@ use lector_generate::Generator;
 use lector_index::{
     CommitInfo, Embedder, Index, IndexWriter, MergeJob, MergedSegment, SearchOptions,
 };
-use lector_pipeline::Pipeline;
+use lector_pipeline::{Calibration, Pipeline};
 use lector_querylog::{Entry, QueryLog};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -332,7 +332,10 @@ impl AppState {
     /// directory: every [`FOLLOW_EVERY`] it reads the manifest's generation, and when it
     /// changed it opens that commit whole (segments and vectors read into memory and verified
     /// by checksum) and swaps it in as a write would, so an ask never sees part of a commit, and
-    /// files a later merge removes are no longer read. Does nothing on a read-write server.
+    /// files a later merge removes are no longer read. It serves the index's calibration the
+    /// same way: a new `calibration.json` (which `lector calibrate` writes under the writer
+    /// lock, so never while a read-write server holds the index) replaces the one in use, and
+    /// a broken one is reported and the last one kept. Does nothing on a read-write server.
     pub fn follow_commits(self: &Arc<Self>) {
         if !self.read_only {
             return;
@@ -359,23 +362,37 @@ impl AppState {
                 // Said once per cause: the last commit is served meanwhile.
                 Err(err) if err.to_string() != last_error => {
                     last_error = err.to_string();
-                    eprintln!("warning: cannot open the index's latest commit, serving the last one: {err}");
+                    eprintln!(
+                        "warning: cannot follow the index (serving what was served before): {err}"
+                    );
                 }
                 Err(_) => {}
             }
         }
     }
 
-    /// Serves the index's last commit if it is not the one served.
-    fn catch_up(&self, dir: &std::path::Path) -> Result<(), lector_index::Error> {
-        let served = self.pipeline().index().generation();
-        if Index::committed_generation(dir)? != served {
+    /// Serves the index's last commit if it is not the one served, and its calibration if it is
+    /// not the one in use.
+    fn catch_up(&self, dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+        let current = self.pipeline();
+        let served = current.index().generation();
+        // A broken calibration file is reported after the commits are followed, not instead.
+        let (calibration, broken) = match Calibration::load(dir) {
+            Ok(loaded) if loaded.as_ref() != current.calibration() => (Some(loaded), None),
+            Ok(_) => (None, None),
+            Err(err) => (None, Some(err)),
+        };
+        if calibration.is_some() || Index::committed_generation(dir)? != served {
             let index = Index::open(dir)?;
-            if index.generation() != served {
+            if let Some(calibration) = calibration {
+                let threshold = calibration.as_ref().map(|c| c.threshold);
+                eprintln!("serving the index's new calibration (threshold {threshold:?})");
+                self.swap_in(current.with_index(index).with_calibration(calibration));
+            } else if index.generation() != served {
                 self.publish(index);
             }
         }
-        Ok(())
+        broken.map_or(Ok(()), |err| Err(err.into()))
     }
 
     fn note_size(&self, stats: &lector_index::IndexStats) {
@@ -426,8 +443,13 @@ impl AppState {
     /// is built outside the lock, then swapped in; asks already running finish on the snapshot
     /// they hold.
     fn publish(&self, index: Index) {
-        let stats = index.stats();
-        let next = Arc::new(with_titles(self.pipeline().with_index(index)));
+        self.swap_in(self.pipeline().with_index(index));
+    }
+
+    /// Serves `pipeline` from now on.
+    fn swap_in(&self, pipeline: Pipeline) {
+        let stats = pipeline.index().stats();
+        let next = Arc::new(with_titles(pipeline));
         let previous = std::mem::replace(
             &mut *self.pipeline.write().unwrap_or_else(|e| e.into_inner()),
             next,

@@ -1063,3 +1063,52 @@ fn pdf_and_word_files_sent_as_base64_are_read_like_index_add_reads_them() {
     }
     assert_eq!(server.get("/v1/documents/bad").0, 404);
 }
+
+#[test]
+fn calibrations_are_written_under_the_writer_lock_and_read_only_servers_reload_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join(lector_pipeline::calibration::CALIBRATION_FILE);
+    let writer = common::sample_writer(dir.path());
+    let calibration = common::platt_calibration();
+    // While a writer holds the index, a calibration is refused, naming the lock; nothing written.
+    let err = calibration.save(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("write.lock"), "{err}");
+    assert!(!file.exists());
+    drop(writer);
+
+    let replica = Server::replica_of(dir.path());
+    let question = json!({"question": "Which team won Super Bowl 50?", "probabilities": false});
+    let confidence = || replica.ask(question.clone())["answer"].clone();
+    assert!(
+        confidence()["confidence"].is_null(),
+        "uncalibrated at first"
+    );
+    // Saved with no writer: the replica answers with its confidence map at its next look.
+    calibration.save(dir.path()).unwrap();
+    let until = |calibrated: bool| {
+        let start = Instant::now();
+        loop {
+            let answer = confidence();
+            if answer["confidence"].is_null() != calibrated {
+                return (answer, start.elapsed());
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "not reloaded");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let (answer, took) = until(true);
+    eprintln!("calibration served after {took:?}");
+    let expected = calibration
+        .confidence_for(answer["log_odds"].as_f64().unwrap())
+        .unwrap();
+    assert!((answer["confidence"].as_f64().unwrap() - expected).abs() < 1e-12);
+    // A broken file is reported, and the last calibration kept.
+    std::fs::write(&file, "{").unwrap();
+    std::thread::sleep(lector_server::FOLLOW_EVERY * 4);
+    assert!(!confidence()["confidence"].is_null());
+    // Removed: uncalibrated again.
+    std::fs::remove_file(&file).unwrap();
+    until(false);
+}

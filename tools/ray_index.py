@@ -5,14 +5,17 @@
                               [--lector PATH] [--work DIR] [--cpus-per-shard 1] [--json]
                               [-- INDEX-ADD-OPTION...]
 
-The corpus (JSON lines files, lector's or BEIR's `{_id, title, text}`, and SQuAD `.json` files) is
-split into N shards of consecutive documents (lines, or SQuAD articles), so that every document
-keeps its id. Each shard is indexed by `lector index add SHARD --index WORK/shard-K` as a Ray task
-(the options after `--`, e.g. `--dense`, go to every one), and the shard indexes are then merged
-into DIR with `lector index merge`, which gives the index one process would have built (same ids,
-same scores) in one commit. DIR must not exist yet.
+The corpus is JSON lines files (lector's, or BEIR's `{_id, title, text}`), SQuAD `.json` files and
+folders. The files are split into N shards of consecutive documents (lines, or SQuAD articles), so
+that every document keeps its id; folders are not copied: each of N tasks walks them and reads its
+own run of their files (`lector index add FOLDER... --shard K/N`), with the ids one process would
+give them. Each shard is indexed by `lector index add` into WORK/shard-K (or WORK/folders-K) as a
+Ray task (the options after `--`, e.g. `--dense`, go to every one), and the shard indexes are then
+merged into DIR with `lector index merge`, which gives the index one process would have built
+(same ids, same scores) in one commit. DIR must not exist yet.
 
-Every Ray node must see the work folder and the lector binary at the same paths (a shared volume,
+Every Ray node must see the work folder, the folders indexed and the lector binary at the same
+paths (a shared volume,
 as for read-only replicas): tasks write their shard index there, and the merge reads it on the
 machine that runs this driver. The work folder (default: DIR.work beside DIR) is removed after a
 successful merge unless --keep-work; after a failure it stays, and running the same command
@@ -75,8 +78,6 @@ def split(corpus, shards, work):
     for n, path in enumerate(corpus):
         # A numbered name per input, so that two inputs called the same never collide.
         part = f"{n:04d}-{path.stem}"
-        if path.is_dir():
-            raise SystemExit(f"{path}: a folder; give JSON lines or SQuAD files (folders of files are not split yet)")
         if path.suffix == ".jsonl":
             split_jsonl(path, shards, dirs, part)
         elif path.suffix == ".json":
@@ -92,12 +93,12 @@ def split(corpus, shards, work):
 
 
 def index_shard(lector, inputs, index, options, cpus):
-    """Runs `lector index add` on one shard; its JSON report, seconds and stderr's end."""
+    """Runs `lector index add INPUTS... --index INDEX OPTIONS...`; its JSON report, seconds and
+    stderr's end."""
     env = dict(os.environ, RAYON_NUM_THREADS=str(cpus))
     started = time.monotonic()
-    files = sorted(str(p) for p in Path(inputs).iterdir())
     proc = subprocess.run(
-        [lector, "index", "add", *files, "--index", index, "--json", *options],
+        [lector, "index", "add", *inputs, "--index", index, "--json", *options],
         capture_output=True,
         text=True,
         env=env,
@@ -107,20 +108,30 @@ def index_shard(lector, inputs, index, options, cpus):
     return {"index": index, "rc": proc.returncode, "report": report, "seconds": seconds, "stderr": proc.stderr[-4000:]}
 
 
-def run_shards(ray, lector, dirs, work, options, cpus):
+def shard_jobs(dirs, folders, shards, work):
+    """(inputs, index, extra options) of every task: the split files' shards, then the folders'."""
+    jobs = [([str(p) for p in sorted(d.iterdir())], work / f"shard-{k}", []) for k, d in enumerate(dirs)]
+    if folders:
+        for k in range(1, shards + 1):
+            jobs.append(([str(f) for f in folders], work / f"folders-{k}", ["--shard", f"{k}/{shards}"]))
+    return jobs
+
+
+def run_shards(ray, lector, jobs, options, cpus):
     """Indexes every shard as a Ray task; their results in shard order, printing each as it ends."""
     task = ray.remote(num_cpus=cpus, max_retries=1)(index_shard)
     pending = {
-        task.remote(lector, str(d), str(work / f"shard-{k}"), options, cpus): k for k, d in enumerate(dirs)
+        task.remote(lector, inputs, str(index), extra + options, cpus): k
+        for k, (inputs, index, extra) in enumerate(jobs)
     }
-    results = [None] * len(dirs)
+    results = [None] * len(jobs)
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)
         k = pending.pop(done[0])
         results[k] = ray.get(done[0])
         r = results[k]
         what = f"{r['report']['documents']} documents" if r["rc"] == 0 else f"FAILED (exit {r['rc']})"
-        print(f"shard {k + 1}/{len(dirs)}: {what} in {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+        print(f"shard {k + 1}/{len(jobs)}: {what} in {r['seconds']:.1f} s", file=sys.stderr, flush=True)
     return results
 
 
@@ -141,7 +152,7 @@ def main():
         cut = argv.index("--")
         argv, options = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("corpus", nargs="+", type=Path, help=".jsonl or SQuAD .json files")
+    parser.add_argument("corpus", nargs="+", type=Path, help=".jsonl or SQuAD .json files, folders")
     parser.add_argument("--out", required=True, type=Path, help="the merged index (must not exist)")
     parser.add_argument("--shards", type=int, default=2, help="shards, one Ray task each (default 2)")
     parser.add_argument("--address", default="auto", help="the Ray cluster (default auto: the one started with `ray start`)")
@@ -161,10 +172,13 @@ def main():
     import ray  # imported late: --help and argument errors work without Ray installed
 
     started = time.monotonic()
-    dirs = split([p.resolve() for p in args.corpus], args.shards, work)
+    corpus = [p.resolve() for p in args.corpus]
+    folders = [p for p in corpus if p.is_dir()]
+    dirs = split([p for p in corpus if not p.is_dir()], args.shards, work)
+    jobs = shard_jobs(dirs, folders, args.shards, work)
     ray.init(address=args.address, logging_level="ERROR", log_to_driver=False)
     try:
-        results = run_shards(ray, lector, dirs, work, options, args.cpus_per_shard)
+        results = run_shards(ray, lector, jobs, options, args.cpus_per_shard)
     finally:
         ray.shutdown()
     failed = [r for r in results if r["rc"] != 0]

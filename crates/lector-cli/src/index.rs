@@ -103,9 +103,26 @@ pub struct AddArgs {
     /// KEY=VALUE, the value a number, true/false, or else text.
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_field)]
     meta: Vec<(String, serde_json::Value)>,
+    /// Read only the K-th of N consecutive runs of the files found (in walk order), so that N
+    /// processes index the same folders together (tools/ray_index.py's Ray tasks do); `index
+    /// merge` of their indexes gives what one process builds. A file is never split: a single
+    /// big JSONL is one file.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<(usize, usize)>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// `K/N` with 1 <= K <= N.
+fn parse_shard(text: &str) -> Result<(usize, usize), String> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(k, n)| Some((k.trim().parse().ok()?, n.trim().parse().ok()?)));
+    match parsed {
+        Some((k, n)) if k >= 1 && k <= n => Ok((k, n)),
+        _ => Err(format!("`{text}`: expected K/N with 1 <= K <= N, e.g. 2/4")),
+    }
 }
 
 /// `KEY=VALUE` with the value typed as JSON would type it (a number, true, false), else text.
@@ -236,6 +253,10 @@ fn add(args: AddArgs) -> Result<()> {
         writer.set_embedder(Arc::new(embedder))?;
     }
     let walk = ingest::walk(&args.paths);
+    let walk = match args.shard {
+        Some((k, n)) => walk.shard(k, n),
+        None => walk,
+    };
     let options = AddOptions {
         ingest: IngestOptions {
             max_document_bytes: (args.max_doc_mb * 1048576.0) as usize,

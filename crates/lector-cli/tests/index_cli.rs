@@ -749,6 +749,62 @@ fn index_merge_combines_shards_into_what_one_process_builds() {
 }
 
 #[test]
+fn shards_of_a_folder_are_runs_of_its_files_that_merge_into_the_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = |name: &str| tmp.path().join(name).to_str().unwrap().to_string();
+    let pdfs = data("pdf-samples");
+    let add = |index: &str, shard: Option<&str>| -> Value {
+        let mut args = vec![
+            "index",
+            "add",
+            pdfs.to_str().unwrap(),
+            "--index",
+            index,
+            "--json",
+        ];
+        args.extend(shard.map(|s| ["--shard", s]).into_iter().flatten());
+        let out = lector(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let whole = add(&path("whole"), None);
+    let parts: Vec<Value> = (1..=3)
+        .map(|k| add(&path(&format!("part-{k}")), Some(&format!("{k}/3"))))
+        .collect();
+    // Every file read by exactly one run: the counts add up to the whole's.
+    for field in ["documents", "skipped_invalid", "ignored_files"] {
+        let sum: u64 = parts.iter().map(|p| p[field].as_u64().unwrap()).sum();
+        assert_eq!(sum, whole[field].as_u64().unwrap(), "{field}");
+    }
+    assert!(parts.iter().all(|p| p["documents"].as_u64().unwrap() > 0));
+    let out = lector(&[
+        "index",
+        "merge",
+        &path("part-1"),
+        &path("part-2"),
+        &path("part-3"),
+        "--out",
+        &path("merged"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let top = |index: &str| {
+        let out = lector(&["search", "capital of Denmark", "--index", index, "--json"]);
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["hits"].clone()
+    };
+    assert_eq!(top(&path("merged")), top(&path("whole")));
+    for bad in ["0/3", "4/3", "3", "a/b"] {
+        let out = lector(&["index", "add", pdfs.to_str().unwrap(), "--shard", bad]);
+        assert!(!out.status.success());
+        assert!(
+            text(&out.stderr).contains("expected K/N"),
+            "{bad}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
 fn filters_narrow_search_to_documents_whose_metadata_passes() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = std::fs::read_to_string(data("beir/scifact/corpus.jsonl")).unwrap();

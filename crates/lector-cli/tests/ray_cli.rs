@@ -1,7 +1,8 @@
 //! Batch indexing on a real Ray cluster (tools/ray_index.py): a Ray head started by this test in a
 //! network namespace that has only loopback, the driver splitting a SciFact and a SQuAD slice into
-//! shards indexed by `lector index add` as Ray tasks and merged with `lector index merge`, and the
-//! result compared with the index one process builds. Needs root (for `ip netns`) and PyPI's
+//! shards and a folder of PDFs into runs of its files, indexed by `lector index add` as Ray tasks
+//! and merged with `lector index merge`, and the result compared with the index one process
+//! builds. Needs root (for `ip netns`) and PyPI's
 //! `ray` (tools/setup-ray.sh installs it, cached); fails, never skips, without them.
 
 use serde_json::Value;
@@ -171,7 +172,8 @@ fn top10(index: &Path, query: &str) -> Vec<(String, u64, f64)> {
 #[test]
 fn shards_indexed_as_ray_tasks_merge_into_what_one_process_builds() {
     let tmp = tempfile::tempdir().unwrap();
-    // 300 SciFact abstracts and 6 SQuAD articles: both splitters.
+    // 300 SciFact abstracts and 6 SQuAD articles (both splitters), and the 31 sample PDFs.
+    let pdfs = data("pdf-samples");
     let corpus = std::fs::read_to_string(data("beir/scifact/corpus.jsonl")).unwrap();
     let scifact = tmp.path().join("scifact.jsonl");
     let lines: Vec<&str> = corpus.lines().take(300).collect();
@@ -190,7 +192,7 @@ fn shards_indexed_as_ray_tasks_merge_into_what_one_process_builds() {
     let out = run(ns
         .command(&python)
         .arg(repo().join("tools/ray_index.py"))
-        .args([&scifact, &squad_file])
+        .args([&scifact, &squad_file, &pdfs])
         .arg("--out")
         .arg(&merged)
         .args(["--shards", "3", "--json"])
@@ -200,10 +202,11 @@ fn shards_indexed_as_ray_tasks_merge_into_what_one_process_builds() {
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     println!("{summary}");
     let progress = text(&out.stderr);
-    for k in 1..=3 {
-        assert!(progress.contains(&format!("shard {k}/3: ")), "{progress}");
+    // Three shards of the files, three runs of the folder.
+    for k in 1..=6 {
+        assert!(progress.contains(&format!("shard {k}/6: ")), "{progress}");
     }
-    assert_eq!(summary["shards"], 3);
+    assert_eq!(summary["shards"], 6);
     assert!(
         !tmp.path().join("merged.work").exists(),
         "work folder removed"
@@ -215,6 +218,7 @@ fn shards_indexed_as_ray_tasks_merge_into_what_one_process_builds() {
         "add",
         scifact.to_str().unwrap(),
         squad_file.to_str().unwrap(),
+        pdfs.to_str().unwrap(),
         "--index",
         single.to_str().unwrap(),
     ]);
@@ -236,6 +240,7 @@ fn shards_indexed_as_ray_tasks_merge_into_what_one_process_builds() {
         "cancer risk in children",
         "Which NFL team represented the AFC at Super Bowl 50?",
         "vitamin D deficiency",
+        "What is the capital of Denmark?",
     ] {
         let (got, want) = (top10(&merged, query), top10(&single, query));
         assert_eq!(got.len(), 10, "{query}");

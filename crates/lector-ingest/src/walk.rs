@@ -64,6 +64,36 @@ pub struct Walk {
     pub errors: Vec<Error>,
 }
 
+impl Walk {
+    /// The `k`-th (1-based) of `n` consecutive runs of the files, as even as whole files allow,
+    /// so that `n` processes can read one walk's files together, each its own run, and their
+    /// indexes merge into what one process builds. The errors and ignored files stay with the
+    /// first run only, so that the runs' counts add up. `k` must be in `1..=n`.
+    ///
+    /// ```
+    /// use lector_ingest::{Format, SourceFile, Walk};
+    /// let file = |id: &str| SourceFile { path: id.into(), id: id.into(), bytes: 1, format: Format::Text };
+    /// let walk = || Walk { files: ["a", "b", "c", "d", "e"].map(file).to_vec(), ..Walk::default() };
+    /// let ids = |w: Walk| w.files.into_iter().map(|f| f.id).collect::<Vec<_>>();
+    /// assert_eq!(ids(walk().shard(1, 2)), ["a", "b", "c"]);
+    /// assert_eq!(ids(walk().shard(2, 2)), ["d", "e"]);
+    /// ```
+    pub fn shard(mut self, k: usize, n: usize) -> Walk {
+        assert!((1..=n).contains(&k), "shard {k} of {n}");
+        let total = self.files.len();
+        let mut position = 0;
+        self.files.retain(|_| {
+            position += 1;
+            (position - 1) * n / total.max(1) == k - 1
+        });
+        if k > 1 {
+            self.errors.clear();
+            self.ignored.clear();
+        }
+        self
+    }
+}
+
 /// Lists the readable files under `paths` (files or folders).
 pub fn walk(paths: &[PathBuf]) -> Walk {
     let mut out = Walk::default();

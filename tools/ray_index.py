@@ -15,9 +15,8 @@ merged into DIR with `lector index merge`, which gives the index one process wou
 (same ids, same scores) in one commit. DIR must not exist yet.
 
 Every Ray node must see the work folder, the folders indexed and the lector binary at the same
-paths (a shared volume,
-as for read-only replicas): tasks write their shard index there, and the merge reads it on the
-machine that runs this driver. The work folder (default: DIR.work beside DIR) is removed after a
+paths (a shared volume, as for read-only replicas): tasks write their shard index there, and the
+merge reads it on the machine that runs this driver. The work folder (default: DIR.work beside DIR) is removed after a
 successful merge unless --keep-work; after a failure it stays, and running the same command
 again re-indexes only what changed (lector skips documents it already holds).
 

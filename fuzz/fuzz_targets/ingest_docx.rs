@@ -4,45 +4,28 @@
 //! increasing character starts inside the text, levels 1 to 9, whose titles are the text at
 //! their start, each named last by `section_path` at its start.
 #![no_main]
-use lector_fuzz::{scratch_file, FUZZ_MAX_DOCUMENT_BYTES};
-use lector_ingest::{read_file, section_path, Format, IngestOptions, Item, SourceFile};
+use lector_ingest::{section_path, Item};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lector_fuzz::ingest("docx", data);
-    let path = scratch_file("docx", data);
-    let file = SourceFile {
-        id: "input.docx".into(),
-        bytes: data.len() as u64,
-        path,
-        format: Format::Docx,
-    };
-    let options = IngestOptions {
-        max_document_bytes: FUZZ_MAX_DOCUMENT_BYTES,
-    };
-    let mut items = 0;
-    read_file(&file, &options, &mut |item, _| {
-        items += 1;
-        if let Item::Document(doc) = item {
-            let metadata = doc.metadata.as_ref().expect("a DOCX document has metadata");
-            let sections = metadata["sections"].as_array().expect("a list of sections");
-            let chars: Vec<char> = doc.text.chars().collect();
-            let mut previous = None;
-            for section in sections {
-                let start = section["start"].as_u64().expect("a start") as usize;
-                let level = section["level"].as_u64().expect("a level");
-                let title = section["title"].as_str().expect("a title");
-                assert!((1..=9).contains(&level), "level {level}");
-                assert!(previous.is_none_or(|p| start > p), "starts increase");
-                previous = Some(start);
-                let n = title.chars().count();
-                assert!(n > 0 && start + n <= chars.len(), "a title inside the text");
-                assert_eq!(chars[start..start + n].iter().collect::<String>(), title);
-                let path = section_path(Some(metadata), start).expect("a path at a heading");
-                assert!(path == title || path.ends_with(&format!(" > {title}")));
-            }
+    let items = lector_fuzz::ingest_items("docx", data);
+    assert_eq!(items.len(), 1, "one item per DOCX file");
+    if let Some(Item::Document(doc)) = items.first() {
+        let metadata = doc.metadata.as_ref().expect("a DOCX document has metadata");
+        let sections = metadata["sections"].as_array().expect("a list of sections");
+        let chars: Vec<char> = doc.text.chars().collect();
+        let mut previous = None;
+        for section in sections {
+            let start = section["start"].as_u64().expect("a start") as usize;
+            let level = section["level"].as_u64().expect("a level");
+            let title = section["title"].as_str().expect("a title");
+            assert!((1..=9).contains(&level), "level {level}");
+            assert!(previous.is_none_or(|p| start > p), "starts increase");
+            previous = Some(start);
+            let n = title.chars().count();
+            assert!(n > 0 && start + n <= chars.len(), "a title inside the text");
+            assert_eq!(chars[start..start + n].iter().collect::<String>(), title);
+            let path = section_path(Some(metadata), start).expect("a path at a heading");
+            assert!(path == title || path.ends_with(&format!(" > {title}")));
         }
-        Ok(())
-    })
-    .expect("emit never fails");
-    assert_eq!(items, 1, "one item per DOCX file");
+    }
 });

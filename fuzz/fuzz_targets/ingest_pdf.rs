@@ -5,50 +5,33 @@
 //! sections read from its outline, if any, must be a valid list (increasing starts, within the
 //! text, levels 1 to 9), so that `section_starts` keeps them all.
 #![no_main]
-use lector_fuzz::{scratch_file, FUZZ_MAX_DOCUMENT_BYTES};
-use lector_ingest::{page_of, read_file, section_starts, Format, IngestOptions, Item, SourceFile};
+use lector_ingest::{page_of, section_starts, Item};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    lector_fuzz::ingest("pdf", data);
-    let path = scratch_file("pdf", data);
-    let file = SourceFile {
-        id: "input.pdf".into(),
-        bytes: data.len() as u64,
-        path,
-        format: Format::Pdf,
-    };
-    let options = IngestOptions {
-        max_document_bytes: FUZZ_MAX_DOCUMENT_BYTES,
-    };
-    let mut items = 0;
-    read_file(&file, &options, &mut |item, _| {
-        items += 1;
-        if let Item::Document(doc) = item {
-            let metadata = doc.metadata.as_ref().expect("a PDF document has metadata");
-            let starts: Vec<usize> = metadata["pages"]
-                .as_array()
-                .expect("a list of page starts")
-                .iter()
-                .map(|s| s.as_u64().expect("an offset") as usize)
-                .collect();
-            let chars: Vec<char> = doc.text.chars().collect();
-            assert_eq!(starts.len(), doc.text.split('\u{c}').count());
-            assert_eq!(starts[0], 0);
-            for (page, &start) in starts.iter().enumerate() {
-                if page > 0 {
-                    assert!(start > starts[page - 1] && chars[start - 1] == '\u{c}');
-                }
-                assert_eq!(page_of(Some(metadata), start), Some(page + 1));
+    let items = lector_fuzz::ingest_items("pdf", data);
+    assert_eq!(items.len(), 1, "one item per PDF file");
+    if let Some(Item::Document(doc)) = items.first() {
+        let metadata = doc.metadata.as_ref().expect("a PDF document has metadata");
+        let starts: Vec<usize> = metadata["pages"]
+            .as_array()
+            .expect("a list of page starts")
+            .iter()
+            .map(|s| s.as_u64().expect("an offset") as usize)
+            .collect();
+        let chars: Vec<char> = doc.text.chars().collect();
+        assert_eq!(starts.len(), doc.text.split('\u{c}').count());
+        assert_eq!(starts[0], 0);
+        for (page, &start) in starts.iter().enumerate() {
+            if page > 0 {
+                assert!(start > starts[page - 1] && chars[start - 1] == '\u{c}');
             }
-            if let Some(sections) = metadata.get("sections") {
-                let listed = sections.as_array().expect("a list of sections").len();
-                let starts = section_starts(Some(metadata));
-                assert_eq!(starts.len(), listed, "every section valid");
-                assert!(starts.iter().all(|&s| s <= chars.len()));
-            }
+            assert_eq!(page_of(Some(metadata), start), Some(page + 1));
         }
-        Ok(())
-    })
-    .expect("emit never fails");
-    assert_eq!(items, 1, "one item per PDF file");
+        if let Some(sections) = metadata.get("sections") {
+            let listed = sections.as_array().expect("a list of sections").len();
+            let starts = section_starts(Some(metadata));
+            assert_eq!(starts.len(), listed, "every section valid");
+            assert!(starts.iter().all(|&s| s <= chars.len()));
+        }
+    }
 });

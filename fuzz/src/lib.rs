@@ -29,6 +29,11 @@ pub fn scratch_file(extension: &str, bytes: &[u8]) -> PathBuf {
 /// Reads `bytes` as a file with `extension` through [`read_file`], checking what it yields:
 /// every document has text within the limit, and progress never goes back or past the file.
 pub fn ingest(extension: &str, bytes: &[u8]) {
+    ingest_items(extension, bytes);
+}
+
+/// [`ingest`], returning the items read, for a target's own checks on them.
+pub fn ingest_items(extension: &str, bytes: &[u8]) -> Vec<Item> {
     let path = scratch_file(extension, bytes);
     let format = Format::of(&path).expect("an extension lector reads");
     let file = SourceFile {
@@ -41,13 +46,14 @@ pub fn ingest(extension: &str, bytes: &[u8]) {
         max_document_bytes: FUZZ_MAX_DOCUMENT_BYTES,
     };
     let mut progress = 0u64;
+    let mut items = Vec::new();
     let result = read_file(&file, &options, &mut |item, read| {
         assert!(
             read >= progress && read <= file.bytes,
             "progress {read} after {progress}"
         );
         progress = read;
-        if let Item::Document(doc) = item {
+        if let Item::Document(doc) = &item {
             assert!(!doc.id.is_empty(), "a document without an id");
             assert!(!doc.text.trim().is_empty(), "a document without text");
             assert!(
@@ -55,10 +61,12 @@ pub fn ingest(extension: &str, bytes: &[u8]) {
                 "a document over the limit"
             );
         }
+        items.push(item);
         Ok(())
     });
     // The only error `read_file` returns is one from `emit`, which never fails here.
     result.expect("read_file failed although emit never does");
+    items
 }
 
 /// The shipped reader's tokenizer (`models/reader-minilm-squad/tokenizer.json`), loaded once.

@@ -33,7 +33,7 @@ use crate::sections::Section;
 use crate::walk::SourceFile;
 use lopdf::{Dictionary, LoadOptions, Object, ObjectId};
 use serde_json::{Map, Value};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// What the pages of a PDF's text are joined with: a form feed.
 pub const PAGE_SEPARATOR: char = '\u{c}';
@@ -101,13 +101,13 @@ fn extract(bytes: &[u8], limit: usize) -> std::result::Result<Extracted, String>
     if doc.is_encrypted() {
         return Err("encrypted PDF (password-protected), not supported".to_string());
     }
-    let numbers: Vec<u32> = doc.get_pages().keys().copied().collect();
-    if numbers.is_empty() {
+    let page_ids = doc.get_pages();
+    if page_ids.is_empty() {
         return Err("PDF has no pages (damaged or empty page tree)".to_string());
     }
-    let mut pages = Vec::with_capacity(numbers.len());
+    let mut pages = Vec::with_capacity(page_ids.len());
     let mut first_error = None;
-    for n in numbers {
+    for &n in page_ids.keys() {
         match doc.extract_text_with_limit(&[n], limit) {
             Ok(text) => pages.push(clean(&text)),
             Err(e) => {
@@ -132,7 +132,7 @@ fn extract(bytes: &[u8], limit: usize) -> std::result::Result<Extracted, String>
         title: info.filter(|t| !t.is_empty()),
         author: info_string(&doc, b"Author").filter(|a| !a.is_empty()),
         created: info_string(&doc, b"CreationDate").and_then(|d| iso_date(&d)),
-        outline: outline(&doc),
+        outline: outline(&doc, &page_ids),
     })
 }
 
@@ -155,7 +155,7 @@ struct OutlineEntry {
 /// The outline's entries in document order (each entry, then its children, then its next
 /// sibling), those with a title and a page only. Never fails: a damaged outline yields what
 /// could be read of it.
-fn outline(doc: &lopdf::Document) -> Vec<OutlineEntry> {
+fn outline(doc: &lopdf::Document, page_ids: &BTreeMap<u32, ObjectId>) -> Vec<OutlineEntry> {
     let first = doc
         .catalog()
         .ok()
@@ -165,8 +165,7 @@ fn outline(doc: &lopdf::Document) -> Vec<OutlineEntry> {
     let Some(first) = first else {
         return Vec::new();
     };
-    let pages: HashMap<ObjectId, u32> =
-        doc.get_pages().into_iter().map(|(n, id)| (id, n)).collect();
+    let pages: HashMap<ObjectId, u32> = page_ids.iter().map(|(&n, &id)| (id, n)).collect();
     let mut named = None;
     let mut seen = HashSet::new();
     let mut entries = Vec::new();

@@ -2,9 +2,10 @@
 //! `fixtures/manual.html`, and `fixtures/word-style.docx`, hand-written WordprocessingML shaped
 //! like Word's (`fixtures/make_word_style.py`); see `fixtures/README.md`.
 
-use lector_ingest::{
-    read_file, section_path, walk, Document, Format, IngestOptions, Item, SourceFile,
-};
+mod common;
+
+use common::{char_offset, invalid_message, read_with};
+use lector_ingest::{section_path, walk, Document, Format, IngestOptions, Item};
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,23 +16,6 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Everything `read_file` yields for one file, under `options`.
-fn read_with(path: &Path, options: &IngestOptions) -> Vec<Item> {
-    let file = SourceFile {
-        path: path.to_path_buf(),
-        id: path.file_name().unwrap().to_string_lossy().into_owned(),
-        bytes: std::fs::metadata(path).unwrap().len(),
-        format: Format::of(path).expect("a .docx path"),
-    };
-    let mut items = Vec::new();
-    read_file(&file, options, &mut |item, _| {
-        items.push(item);
-        Ok(())
-    })
-    .unwrap();
-    items
-}
-
 fn document(path: &Path) -> Document {
     let mut items = read_with(path, &IngestOptions::default());
     assert_eq!(items.len(), 1, "one item per DOCX file");
@@ -39,28 +23,6 @@ fn document(path: &Path) -> Document {
         Item::Document(doc) => doc,
         Item::Invalid(err) => panic!("{}: expected a document, got {err}", path.display()),
     }
-}
-
-/// The message of the one invalid item read from `path`.
-fn invalid_message(path: &Path, options: &IngestOptions) -> String {
-    let mut items = read_with(path, options);
-    assert_eq!(items.len(), 1, "one item per DOCX file");
-    match items.pop().unwrap() {
-        Item::Invalid(err) => err.to_string(),
-        Item::Document(doc) => panic!(
-            "{}: expected an invalid item, got a document of {} chars",
-            path.display(),
-            doc.text.len()
-        ),
-    }
-}
-
-/// The character offset of `phrase` in `text` (the offsets `section_path` takes).
-fn char_offset(text: &str, phrase: &str) -> usize {
-    let byte = text
-        .find(phrase)
-        .unwrap_or_else(|| panic!("`{phrase}` is not in the text:\n{text}"));
-    text[..byte].chars().count()
 }
 
 /// The byte offsets of `phrases` in `text`, asserting each is there and they come in order.

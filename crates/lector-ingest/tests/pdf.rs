@@ -2,6 +2,9 @@
 //! `pdf-samples/`. The phrases and pages below were checked against poppler's `pdftotext`
 //! (`pdftotext -f N -l N`).
 
+mod common;
+
+use common::{char_offset, invalid_message, read_with};
 use lector_ingest::{page_of, read_file, walk, Document, Format, IngestOptions, Item, SourceFile};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,50 +25,11 @@ fn sample(relative: &str) -> PathBuf {
     path
 }
 
-/// Everything `read_file` yields for one file.
-fn read(path: &Path) -> Vec<Item> {
-    let file = SourceFile {
-        path: path.to_path_buf(),
-        id: path.file_name().unwrap().to_string_lossy().into_owned(),
-        bytes: std::fs::metadata(path).unwrap().len(),
-        format: Format::of(path).expect("a .pdf path"),
-    };
-    let mut items = Vec::new();
-    read_file(&file, &IngestOptions::default(), &mut |item, _| {
-        items.push(item);
-        Ok(())
-    })
-    .unwrap();
-    items
-}
-
 fn document(relative: &str) -> Document {
-    match read(&sample(relative)).pop() {
+    match read_with(&sample(relative), &IngestOptions::default()).pop() {
         Some(Item::Document(doc)) => doc,
         other => panic!("{relative}: expected a document, got {other:?}"),
     }
-}
-
-/// The message of the one invalid item read from `path`.
-fn invalid_message(path: &Path) -> String {
-    let mut items = read(path);
-    assert_eq!(items.len(), 1, "one item per PDF file");
-    match items.pop().unwrap() {
-        Item::Invalid(err) => err.to_string(),
-        Item::Document(doc) => panic!(
-            "{}: expected an invalid item, got a document of {} chars",
-            path.display(),
-            doc.text.len()
-        ),
-    }
-}
-
-/// The character offset of `phrase` in `text` (the offsets `page_of` takes).
-fn char_offset(text: &str, phrase: &str) -> usize {
-    let byte = text
-        .find(phrase)
-        .unwrap_or_else(|| panic!("`{phrase}` is not in the text"));
-    text[..byte].chars().count()
 }
 
 fn words(text: &str) -> Vec<String> {
@@ -177,7 +141,7 @@ fn image_only_pdfs_are_invalid_with_no_extractable_text() {
         "023-cmyk-image/cmyk-image.pdf",
     ] {
         let path = sample(relative);
-        let message = invalid_message(&path);
+        let message = invalid_message(&path, &IngestOptions::default());
         assert!(
             message.contains("no extractable text (scanned?)"),
             "{message}"
@@ -192,7 +156,7 @@ fn image_only_pdfs_are_invalid_with_no_extractable_text() {
 #[test]
 fn password_protected_pdf_is_invalid_naming_the_file() {
     let path = sample("005-libreoffice-writer-password/libreoffice-writer-password.pdf");
-    let message = invalid_message(&path);
+    let message = invalid_message(&path, &IngestOptions::default());
     assert!(
         message.contains("libreoffice-writer-password.pdf"),
         "{message}"
@@ -218,10 +182,10 @@ fn truncated_pdfs_are_invalid_not_a_panic() {
             .path()
             .join(format!("half-{}", file.id.replace('/', "-")));
         std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
-        let items = read(&cut);
+        let items = read_with(&cut, &IngestOptions::default());
         assert_eq!(items.len(), 1, "{}", file.id);
         if refused.contains(&file.id.as_str()) {
-            let message = invalid_message(&cut);
+            let message = invalid_message(&cut, &IngestOptions::default());
             assert!(message.contains(&cut.display().to_string()), "{message}");
         }
     }
@@ -232,7 +196,7 @@ fn truncated_pdfs_are_invalid_not_a_panic() {
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
-        assert!(invalid_message(&path).contains("not a readable PDF"));
+        assert!(invalid_message(&path, &IngestOptions::default()).contains("not a readable PDF"));
     }
 }
 

@@ -23,6 +23,8 @@ pub struct AskArgs {
     question: String,
     #[command(flatten)]
     dir: IndexDir,
+    #[command(flatten)]
+    store: crate::store::StoreArgs,
     /// Passages to retrieve and read.
     #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 5)]
     k: usize,
@@ -79,6 +81,9 @@ pub fn run(args: AskArgs) -> Result<()> {
     if args.generate {
         return run_generative(&args);
     }
+    if let Some((url, connect)) = args.store.store(args.dir.given())? {
+        return ask_store(&args, &url, &connect);
+    }
     let Built {
         pipeline, search, ..
     } = open_pipeline(
@@ -107,25 +112,63 @@ pub fn run(args: AskArgs) -> Result<()> {
         )?),
         _ => None,
     };
+    show(&args, &response, probabilities.as_deref())
+}
+
+/// `ask --store URL`: the same pipeline over a Redis store (one hop: multi-hop links documents
+/// by title through the embedded index).
+fn ask_store(
+    args: &AskArgs,
+    url: &lector_redis::StoreUrl,
+    connect: &lector_redis::ConnectOptions,
+) -> Result<()> {
+    if args.hops.hops != 1 {
+        anyhow::bail!(
+            "--hops needs an embedded index (--index DIR); a Redis store answers in one hop"
+        );
+    }
+    let store = lector_redis::RedisStore::open(url, connect)?;
+    let config = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
+    let built = config.build_over(store, None, &crate::search::notify)?;
+    let options = ask_options(args, built.search);
+    let response = built.pipeline.ask(&args.question, &options)?;
+    let probabilities = match (&response.answer, args.explain) {
+        (Some(answer), true) => Some(built.pipeline.token_probabilities(
+            &args.question,
+            &answer.evidence.passage_text,
+            &options,
+        )?),
+        _ => None,
+    };
+    show(args, &response, probabilities.as_deref())
+}
+
+/// Prints a response as JSON or text (with --explain, the passages and the reader's
+/// probabilities over the answer passage).
+fn show(
+    args: &AskArgs,
+    response: &Response,
+    probabilities: Option<&[WindowProbabilities]>,
+) -> Result<()> {
     if args.json {
-        let mut out = serde_json::to_value(&response)?;
-        if let Some(windows) = &probabilities {
+        let mut out = serde_json::to_value(response)?;
+        if let Some(windows) = probabilities {
             out["token_probabilities"] = serde_json::to_value(windows)?;
         }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    print_response(&response);
+    print_response(response);
     if let Some(trace) = &response.hops {
         crate::hops::print_trace(trace);
     }
     if args.explain {
-        print_passages(&response);
-        if let (Some(answer), Some(windows)) = (&response.answer, &probabilities) {
+        print_passages(response);
+        if let (Some(answer), Some(windows)) = (&response.answer, probabilities) {
             print_probabilities(answer, windows);
         }
     }
-    print_timings(&response);
+    print_timings(response);
     Ok(())
 }
 

@@ -167,8 +167,14 @@ pub struct RetrievalArgs {
     #[arg(long, required_unless_present_any = ["run", "index"], conflicts_with = "index")]
     answers: Option<PathBuf>,
     /// Evaluate lector's own retrieval: run --queries against this index (with --qrels: document
-    /// ranking by best passage; without: answer containment of the ranked passages).
-    #[arg(long, requires = "queries", conflicts_with = "run")]
+    /// ranking by best passage; without: answer containment of the ranked passages). A Redis
+    /// store is given as its URL (`--store redis://HOST:PORT/NAME`, or `$LECTOR_STORE`'s value).
+    #[arg(
+        long,
+        visible_alias = "store",
+        requires = "queries",
+        conflicts_with = "run"
+    )]
     index: Option<PathBuf>,
     /// Queries for --index: JSON lines `{_id, text}` (BEIR; `id`/`qid` and `query`/`question` also
     /// read, optional `answers: [..]`), or a SQuAD dataset (.json) whose questions carry answers.

@@ -1,14 +1,16 @@
 //! `lector index add|stats|rm`: building and maintaining an index directory.
 
+use crate::store::StoreArgs;
 use crate::table::print_table;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use lector_index::{
-    add_files, AddCounts, AddEvent, AddOptions, Bm25Params, Index, IndexSettings, IndexWriter,
-    Stemmer,
+    add_files, AddCounts, AddEvent, AddOptions, Bm25Params, CommitInfo, DocumentStore, Index,
+    IndexSettings, IndexWriter, Stemmer, StoreCounts, StoreWriter,
 };
 use lector_ingest::{self as ingest, IngestOptions};
+use lector_redis::{ConnectOptions, RedisStore, RedisWriter, StoreUrl, VectorType};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,7 +21,7 @@ pub const DEFAULT_INDEX_DIR: &str = "lector-index";
 #[derive(Subcommand)]
 pub enum IndexCommand {
     /// Add files and folders (txt, md, html, jsonl, SQuAD json) to an index, creating it if needed.
-    Add(AddArgs),
+    Add(Box<AddArgs>),
     /// Show document, passage and term counts and the index settings.
     Stats(StatsArgs),
     /// Remove documents by id.
@@ -39,6 +41,11 @@ pub struct IndexDir {
 }
 
 impl IndexDir {
+    /// Whether `--index` was given.
+    pub fn given(&self) -> bool {
+        self.index.is_some()
+    }
+
     /// `--index`, else `$LECTOR_INDEX`, else `./lector-index`.
     pub fn path(&self) -> PathBuf {
         self.index
@@ -59,6 +66,11 @@ pub struct AddArgs {
     paths: Vec<PathBuf>,
     #[command(flatten)]
     dir: IndexDir,
+    #[command(flatten)]
+    store: StoreArgs,
+    /// How a new Redis store keeps passage vectors: float32, or float16 (half the memory).
+    #[arg(long, value_name = "TYPE", default_value = "float32")]
+    vector_type: VectorType,
     /// Most words per passage (new index only) [default: 100].
     #[arg(value_parser = crate::values::at_least_one, long)]
     passage_words: Option<usize>,
@@ -170,7 +182,7 @@ pub struct MergeArgs {
 
 pub fn run(cmd: IndexCommand) -> Result<()> {
     match cmd {
-        IndexCommand::Add(args) => add(args),
+        IndexCommand::Add(args) => add(*args),
         IndexCommand::Stats(args) => stats(args),
         IndexCommand::Rm(args) => rm(args),
         IndexCommand::Merge(args) => merge(args),
@@ -242,6 +254,9 @@ fn check_existing(args: &AddArgs, stored: IndexSettings) -> Result<()> {
 }
 
 fn add(args: AddArgs) -> Result<()> {
+    if let Some((url, connect)) = args.store.store(args.dir.given())? {
+        return add_to_store(&args, &url, &connect);
+    }
     let dir = args.dir.path();
     let mut writer = IndexWriter::open_or_create(&dir, requested_settings(&args)?)?;
     check_existing(&args, writer.settings())?;
@@ -252,6 +267,47 @@ fn add(args: AddArgs) -> Result<()> {
         )?;
         writer.set_embedder(Arc::new(embedder))?;
     }
+    let (counts, info) = add_walked(&args, &mut writer)?;
+    let stats = writer.committed().stats();
+    let totals = StoreCounts {
+        documents: stats.documents,
+        passages: stats.passages,
+    };
+    report_add(
+        &args,
+        &dir.display().to_string(),
+        &counts,
+        totals,
+        info.generation,
+    )
+}
+
+/// `index add --store URL`: the same reading, chunking and embedding, stored in Redis.
+fn add_to_store(args: &AddArgs, url: &StoreUrl, connect: &ConnectOptions) -> Result<()> {
+    if args.paths.is_empty() {
+        bail!("--store needs files or folders to add");
+    }
+    // An existing dense store needs its embedder even without --dense.
+    let existing = RedisStore::open(url, connect).ok();
+    let dense = args.dense || existing.as_ref().is_some_and(|s| s.dense_meta().is_some());
+    let embedder: Option<Arc<dyn lector_index::Embedder>> = match dense {
+        true => Some(Arc::new(lector_pipeline::config::load_embedder(
+            args.embedder.as_deref(),
+            &crate::search::notify,
+        )?)),
+        false => None,
+    };
+    let settings = requested_settings(args)?;
+    let mut writer =
+        RedisWriter::open_or_create(url, connect, settings, embedder, args.vector_type)?;
+    check_existing(args, writer.settings())?;
+    let (counts, info) = add_walked(args, &mut writer)?;
+    let totals = RedisStore::open(url, connect)?.counts()?;
+    report_add(args, &url.to_string(), &counts, totals, info.generation)
+}
+
+/// Reads the files of `args.paths` (this shard of them) into `writer` and commits.
+fn add_walked(args: &AddArgs, writer: &mut dyn StoreWriter) -> Result<(AddCounts, CommitInfo)> {
     let walk = ingest::walk(&args.paths);
     let walk = match args.shard {
         Some((k, n)) => walk.shard(k, n),
@@ -266,11 +322,10 @@ fn add(args: AddArgs) -> Result<()> {
         fields: args.meta.iter().cloned().collect(),
     };
     let progress = progress_bar(walk.files.iter().map(|f| f.bytes).sum());
-    let counts = add_files(&mut writer, walk, &options, &mut |e| show(&progress, e))
+    let counts = add_files(writer, walk, &options, &mut |e| show(&progress, e))
         .map_err(|err| stopped(&progress, err, args.strict))?;
     progress.finish_and_clear();
-    let info = commit(&mut writer)?;
-    report_add(&args, &dir, &counts, writer.committed(), info.generation)
+    Ok((counts, commit(writer)?))
 }
 
 /// Shows one event of `add_files` on the byte progress bar (a batch's embedding as its message).
@@ -317,9 +372,9 @@ fn stopped(bar: &ProgressBar, err: lector_index::Error, strict: bool) -> anyhow:
 }
 
 /// Commits, with a progress bar while passages are embedded.
-fn commit(writer: &mut IndexWriter) -> lector_index::Result<lector_index::CommitInfo> {
+fn commit(writer: &mut dyn StoreWriter) -> lector_index::Result<CommitInfo> {
     let bar = ProgressBar::hidden();
-    let info = writer.commit_with_progress(&mut |done, total| {
+    let info = writer.commit(&mut |done, total| {
         if bar.is_hidden() && total > 0 {
             bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
             bar.set_style(
@@ -348,12 +403,12 @@ fn progress_bar(total: u64) -> ProgressBar {
 
 fn report_add(
     args: &AddArgs,
-    dir: &std::path::Path,
+    dir: &str,
     counts: &AddCounts,
-    index: &Index,
+    stats: StoreCounts,
     generation: u64,
 ) -> Result<()> {
-    let (stats, ignored) = (index.stats(), counts.ignored);
+    let ignored = counts.ignored;
     if args.json {
         let out = json!({
             "index": dir, "generation": generation, "added": counts.added, "replaced": counts.replaced,
@@ -377,9 +432,7 @@ fn report_add(
     );
     println!(
         "index {}: {} documents, {} passages (generation {generation})",
-        dir.display(),
-        stats.documents,
-        stats.passages
+        dir, stats.documents, stats.passages
     );
     Ok(())
 }

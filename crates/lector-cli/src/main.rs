@@ -14,6 +14,7 @@ mod read;
 mod report;
 mod search;
 mod serve;
+mod store;
 mod table;
 mod train;
 mod values;

@@ -5,7 +5,7 @@ use crate::index::IndexDir;
 use crate::table::print_table;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use lector_index::{Filter, Fusion, Hit, Index, Mode, Retriever, DEFAULT_EF, DEFAULT_RERANK_DEPTH};
+use lector_index::{Filter, Fusion, Hit, Mode, Retriever, DEFAULT_EF, DEFAULT_RERANK_DEPTH};
 use lector_pipeline::{PipelineConfig, RerankConfig, RetrievalConfig};
 use serde_json::json;
 use std::path::PathBuf;
@@ -16,6 +16,8 @@ pub struct SearchArgs {
     query: String,
     #[command(flatten)]
     dir: IndexDir,
+    #[command(flatten)]
+    store: crate::store::StoreArgs,
     /// Passages to return.
     #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 10)]
     k: usize,
@@ -145,9 +147,9 @@ pub fn notify(message: &str) {
 }
 
 pub fn run(args: SearchArgs) -> Result<()> {
-    let index = Index::open(args.dir.path())?;
-    let (options, embedder) = args.retrieval.config().resolve(&index, &notify)?;
-    let retriever = index.retriever(&options, embedder.as_deref())?;
+    let store = args.store.open(&args.dir)?;
+    let (options, embedder) = args.retrieval.config().resolve(store.as_ref(), &notify)?;
+    let retriever = store.retriever(&options, embedder.as_deref())?;
     let hits = args
         .rerank
         .retrieve(retriever.as_ref(), &args.query, args.k)?;

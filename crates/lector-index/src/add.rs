@@ -6,8 +6,9 @@
 //! reports what happens as [`AddEvent`]s. It leaves the last batch staged: the caller commits it,
 //! which also lets it show embedding progress or decide not to commit after all.
 
+use crate::docstore::StoreWriter;
 use crate::error::{Error, Result};
-use crate::writer::{AddOutcome, CommitInfo, IndexWriter};
+use crate::writer::{AddOutcome, CommitInfo};
 use lector_ingest::{read_file, IngestOptions, Item, SourceFile, Walk};
 
 /// How [`add_files`] reads and commits.
@@ -61,7 +62,7 @@ pub enum AddEvent<'a> {
 /// file or line. The documents staged since the last commit are then still pending in `writer`:
 /// dropping it without committing keeps the index as it was at that commit.
 pub fn add_files(
-    writer: &mut IndexWriter,
+    writer: &mut dyn StoreWriter,
     walk: Walk,
     options: &AddOptions,
     on_event: &mut dyn FnMut(AddEvent<'_>),
@@ -90,7 +91,7 @@ pub fn add_files(
 
 /// Reads one file into `writer`; `done` is the bytes of the files before it.
 fn add_file(
-    writer: &mut IndexWriter,
+    writer: &mut dyn StoreWriter,
     file: &SourceFile,
     done: u64,
     options: &AddOptions,
@@ -110,14 +111,14 @@ fn add_file(
 /// Stages, skips or refuses one item, then commits if the batch is full. An error returned here
 /// stops `read_file`.
 fn stage(
-    writer: &mut IndexWriter,
+    writer: &mut dyn StoreWriter,
     item: Item,
     options: &AddOptions,
     counts: &mut AddCounts,
     on_event: &mut dyn FnMut(AddEvent<'_>),
 ) -> lector_ingest::Result<()> {
     match item {
-        Item::Document(doc) => match writer.add(doc) {
+        Item::Document(doc) => match writer.add(doc)? {
             AddOutcome::Added => counts.added += 1,
             AddOutcome::Replaced => counts.replaced += 1,
             AddOutcome::Unchanged => counts.unchanged += 1,
@@ -129,9 +130,8 @@ fn stage(
         }
     }
     if writer.pending() >= options.commit_every.max(1) {
-        let info = writer.commit_with_progress(&mut |done, total| {
-            on_event(AddEvent::Embedding { done, total })
-        })?;
+        let info =
+            writer.commit(&mut |done, total| on_event(AddEvent::Embedding { done, total }))?;
         on_event(AddEvent::Committed(&info));
     }
     Ok(())
@@ -161,10 +161,10 @@ fn with_fields(
     Item::Document(doc)
 }
 
-fn stopped(writer: &IndexWriter, cause: lector_ingest::Error, before_adding: bool) -> Error {
+fn stopped(writer: &dyn StoreWriter, cause: lector_ingest::Error, before_adding: bool) -> Error {
     Error::AddStopped {
         cause,
-        kept: writer.committed().len(),
+        kept: writer.committed_documents(),
         before_adding,
     }
 }

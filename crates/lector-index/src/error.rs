@@ -28,6 +28,10 @@ pub enum Error {
     /// A setting conflicts with the index (e.g. different passage size than it was built with).
     #[error("{0}")]
     Config(String),
+    /// An external document store cannot be reached, or failed or timed out mid-request; the
+    /// same call may succeed once it is back. `location` never holds credentials.
+    #[error("the document store {location} is unavailable: {reason}")]
+    Unavailable { location: String, reason: String },
     /// The embedder failed or returned malformed vectors.
     #[error("embedding failed: {0}")]
     Embed(String),

@@ -321,6 +321,21 @@ impl Index {
         self.ids.get(id).map(|&(s, d)| self.document_at(s, d))
     }
 
+    /// The passages of document `id` in order, as hits with score 0 and no sources; empty when
+    /// there is no such document.
+    pub fn document_passages(&self, id: &str) -> Vec<Hit> {
+        let Some(&(s, d)) = self.ids.get(id) else {
+            return Vec::new();
+        };
+        let doc = &self.segments[s].segment.docs[d as usize];
+        (doc.first_passage..doc.first_passage + doc.passages)
+            .map(|p| Hit {
+                sources: Vec::new(),
+                ..self.hit(RetrieverKind::Bm25, 0.0, s, p, 0)
+            })
+            .collect()
+    }
+
     /// Every live document, in no particular order.
     pub fn documents(&self) -> impl Iterator<Item = DocumentRef<'_>> {
         self.ids.values().map(|&(s, d)| self.document_at(s, d))

@@ -42,6 +42,7 @@ mod combine;
 #[cfg(test)]
 mod crash_test;
 mod dense;
+pub mod docstore;
 pub use lector_ingest::document;
 mod embed;
 pub mod error;
@@ -62,6 +63,7 @@ pub use add::{add_files, AddCounts, AddEvent, AddOptions};
 pub use analysis::{AnalyzerConfig, Stemmer};
 pub use bm25::Bm25Params;
 pub use dense::HNSW_MIN_VECTORS;
+pub use docstore::{DocumentStore, StoreCounts, StoreWriter};
 pub use document::Document;
 pub use embed::Embedder;
 pub use error::{Error, Result};

@@ -1,6 +1,7 @@
 //! Dense and hybrid retrieval over an [`Index`], and one entry point for every [`Mode`].
 
 use crate::bm25::Bm25Params;
+use crate::docstore::DocumentStore;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
@@ -48,8 +49,8 @@ pub const DEFAULT_EF: usize = 128;
 pub const DEFAULT_FUSION_DEPTH: usize = 100;
 
 impl SearchOptions {
-    /// `mode` with the index's BM25 parameters, RRF (k = 60), and approximate dense search.
-    pub fn for_index(index: &Index, mode: Mode) -> Self {
+    /// `mode` with the store's BM25 parameters, RRF (k = 60), and approximate dense search.
+    pub fn for_index(index: &(impl DocumentStore + ?Sized), mode: Mode) -> Self {
         SearchOptions {
             mode,
             bm25: index.settings().bm25,
@@ -82,12 +83,11 @@ impl Index {
         dense.exact_below = options.filtered_exact_below;
         Ok(match options.mode {
             Mode::Dense => Box::new(dense),
-            _ => Box::new(HybridRetriever {
-                bm25: Box::new(bm25),
-                dense: Box::new(dense),
-                fusion: options.fusion.clone(),
-                depth: options.fusion_depth,
-            }),
+            _ => Box::new(HybridRetriever::new(
+                Box::new(bm25),
+                Box::new(dense),
+                options,
+            )),
         })
     }
 
@@ -110,7 +110,7 @@ impl Index {
                 meta.model
             )));
         };
-        meta.check(embedder, self.dir())?;
+        meta.check(embedder, &self.dir().display())?;
         Ok(DenseRetriever {
             index: self,
             embedder,
@@ -179,6 +179,22 @@ pub struct HybridRetriever<'a> {
     dense: Box<dyn Retriever + 'a>,
     fusion: Fusion,
     depth: usize,
+}
+
+impl<'a> HybridRetriever<'a> {
+    /// Fuses the best `options.fusion_depth` (at least `k`) of each retriever by `options.fusion`.
+    pub fn new(
+        bm25: Box<dyn Retriever + 'a>,
+        dense: Box<dyn Retriever + 'a>,
+        options: &SearchOptions,
+    ) -> Self {
+        HybridRetriever {
+            bm25,
+            dense,
+            fusion: options.fusion.clone(),
+            depth: options.fusion_depth,
+        }
+    }
 }
 
 impl Retriever for HybridRetriever<'_> {

@@ -9,7 +9,7 @@
 use crate::analysis::Analyzer;
 use crate::codec::{DecodeResult, Decoder, Encoder};
 use crate::document::{ContentHash, Document};
-use crate::passage::{chunk_within, ChunkConfig, Span};
+use crate::passage::{ChunkConfig, Span};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -74,12 +74,7 @@ impl Segment {
         let mut terms = Vec::new();
         for doc in docs {
             let doc_index = segment.docs.len() as u32;
-            let sections = if chunking.sections {
-                lector_ingest::section_starts(doc.metadata.as_ref())
-            } else {
-                Vec::new()
-            };
-            let spans = chunk_within(&doc.text, &sections, chunking);
+            let (spans, headings) = crate::docstore::spans_and_headings(doc, chunking);
             segment.docs.push(StoredDoc {
                 id: doc.id.clone(),
                 title: doc.title.clone(),
@@ -90,27 +85,12 @@ impl Segment {
                 first_passage: segment.passages.len() as u32,
                 passages: spans.len() as u32,
             });
-            let headings = if chunking.headings {
-                let starts: Vec<usize> = spans.iter().map(|s| s.char_start).collect();
-                lector_ingest::sections::section_paths(doc.metadata.as_ref(), &starts)
-            } else {
-                Vec::new()
-            };
             for (n, span) in spans.into_iter().enumerate() {
-                // The title is indexed with every passage: a passage alone often omits the topic.
                 terms.clear();
-                if let Some(title) = &doc.title {
-                    analyzer.analyze_into(title, &mut terms);
+                let heading = headings.get(n).and_then(Option::as_deref);
+                for part in crate::docstore::indexed_parts(doc, span, heading) {
+                    analyzer.analyze_into(part, &mut terms);
                 }
-                // So are its headings, with `headings`, except one that repeats the title.
-                if let Some(Some(path)) = headings.get(n) {
-                    for heading in path.split(" > ") {
-                        if doc.title.as_deref() != Some(heading) {
-                            analyzer.analyze_into(heading, &mut terms);
-                        }
-                    }
-                }
-                analyzer.analyze_into(&doc.text[span.byte_start..span.byte_end], &mut terms);
                 segment.push_passage(doc_index, span, &terms);
             }
         }

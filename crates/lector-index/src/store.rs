@@ -74,7 +74,7 @@ pub struct DenseMeta {
 
 impl DenseMeta {
     /// The metadata a new dense index records for `embedder`.
-    pub(crate) fn of(embedder: &dyn crate::Embedder) -> Self {
+    pub fn of(embedder: &dyn crate::Embedder) -> Self {
         DenseMeta {
             model: embedder.model().to_string(),
             dim: embedder.dim(),
@@ -85,15 +85,15 @@ impl DenseMeta {
     /// Refuses an embedder whose vectors would not be comparable with the index's: another
     /// model name or dimension, or the same name with other weights (a model retrained into the
     /// same folder). An index or embedder without a digest is checked by name and dimension.
-    pub(crate) fn check(
+    pub fn check(
         &self,
         embedder: &dyn crate::Embedder,
-        dir: &std::path::Path,
+        location: &dyn std::fmt::Display,
     ) -> crate::Result<()> {
         if self.model != embedder.model() || self.dim != embedder.dim() {
             return Err(crate::Error::Config(format!(
                 "index {} was embedded with `{}` ({} dimensions), not `{}` ({}); build a new index to change models",
-                dir.display(),
+                location,
                 self.model,
                 self.dim,
                 embedder.model(),
@@ -104,7 +104,7 @@ impl DenseMeta {
             if stored != given {
                 return Err(crate::Error::Config(format!(
                     "index {} was embedded with `{}` whose weights had digest {stored}; the embedder given under that name has digest {given} (retrained into the same folder?); its vectors would not be comparable: build a new index",
-                    dir.display(),
+                    location,
                     self.model
                 )));
             }

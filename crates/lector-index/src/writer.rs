@@ -122,7 +122,7 @@ impl IndexWriter {
     /// the index was embedded by another model (vectors of two models are not comparable).
     pub fn set_embedder(&mut self, embedder: Arc<dyn Embedder>) -> Result<()> {
         if let Some(meta) = &self.index.manifest.dense {
-            meta.check(embedder.as_ref(), self.index.dir())?;
+            meta.check(embedder.as_ref(), &self.index.dir().display())?;
         }
         self.embedder = Some(embedder);
         Ok(())

@@ -4,7 +4,7 @@
 
 use crate::{Calibration, Error, Pipeline, Result};
 use lector_index::{
-    Bm25Params, Embedder, Filter, Fusion, Hit, Index, Mode, PassageScorer, Retriever,
+    Bm25Params, DocumentStore, Embedder, Filter, Fusion, Hit, Index, Mode, PassageScorer, Retriever,
 };
 use lector_index::{SearchOptions, DEFAULT_EF, DEFAULT_RERANK_DEPTH};
 use lector_models::registry::wheel_model;
@@ -48,7 +48,7 @@ impl Default for RetrievalConfig {
 
 impl RetrievalConfig {
     /// The mode asked for, else hybrid for an index with vectors and BM25 otherwise.
-    pub fn mode_for(&self, index: &Index) -> Mode {
+    pub fn mode_for(&self, index: &(impl DocumentStore + ?Sized)) -> Mode {
         self.mode.unwrap_or(if index.dense_meta().is_some() {
             Mode::Hybrid
         } else {
@@ -57,7 +57,7 @@ impl RetrievalConfig {
     }
 
     /// Search options for `index`: its BM25 parameters unless overridden, checked.
-    pub fn search_options(&self, index: &Index) -> Result<SearchOptions> {
+    pub fn search_options(&self, index: &(impl DocumentStore + ?Sized)) -> Result<SearchOptions> {
         let mut options = SearchOptions::for_index(index, self.mode_for(index));
         let stored = index.settings().bm25;
         options.bm25 = Bm25Params {
@@ -82,7 +82,7 @@ impl RetrievalConfig {
     /// without passage vectors.
     pub fn embedder_for(
         &self,
-        index: &Index,
+        index: &(impl DocumentStore + ?Sized),
         notify: &dyn Fn(&str),
     ) -> Result<Option<Arc<dyn Embedder>>> {
         if index.dense_meta().is_none() {
@@ -98,7 +98,7 @@ impl RetrievalConfig {
     /// (outside a pipeline: `lector search`, generative asks, `eval retrieval`).
     pub fn resolve(
         &self,
-        index: &Index,
+        index: &(impl DocumentStore + ?Sized),
         notify: &dyn Fn(&str),
     ) -> Result<(SearchOptions, Option<Arc<dyn Embedder>>)> {
         let search = self.search_options(index)?;
@@ -158,8 +158,8 @@ pub struct PipelineConfig {
 
 /// A pipeline with the search options it was configured with, and anything the user should know
 /// about how it was put together.
-pub struct Built {
-    pub pipeline: Pipeline,
+pub struct Built<S = Index> {
+    pub pipeline: Pipeline<S>,
     pub search: SearchOptions,
     /// The embedder the pipeline uses (also for adding documents to a dense index).
     pub embedder: Option<Arc<dyn Embedder>>,
@@ -177,9 +177,20 @@ impl PipelineConfig {
     /// index's calibration. A dense index gets its embedder even when served by BM25, so that new
     /// documents and dense requests can be embedded.
     pub fn build(&self, index: Index, notify: &dyn Fn(&str)) -> Result<Built> {
+        let calibration = Calibration::load(index.dir())?;
+        self.build_over(index, calibration, notify)
+    }
+
+    /// Builds the pipeline over any document store, with `calibration` (an embedded index keeps
+    /// its own beside it: [`PipelineConfig::build`]).
+    pub fn build_over<S: DocumentStore>(
+        &self,
+        index: S,
+        calibration: Option<Calibration>,
+        notify: &dyn Fn(&str),
+    ) -> Result<Built<S>> {
         let search = self.retrieval.search_options(&index)?;
         let embedder = self.retrieval.embedder_for(&index, notify)?;
-        let calibration = Calibration::load(index.dir())?;
         let reader_dir =
             lector_models::registry::resolve_reader(self.reader.as_deref()).map_err(|e| {
                 Error::Model {

@@ -51,7 +51,9 @@ pub use config::{Built, PipelineConfig, RerankConfig, RetrievalConfig};
 pub use error::{Error, Result};
 pub use multihop::{Decomposer, HopOptions, HopTrace, SecondHop};
 
-use lector_index::{Embedder, Hit, Index, Mode, PassageScorer, Retriever, SearchOptions};
+use lector_index::{
+    DocumentStore, Embedder, Hit, Index, Mode, PassageScorer, Retriever, SearchOptions,
+};
 use lector_reader::{Query, ReadParams, Reader, WindowProbabilities};
 use serde::Serialize;
 use std::path::Path;
@@ -176,11 +178,13 @@ pub struct Progress {
     pub total: usize,
 }
 
-/// An index, a reader, the abstention threshold, the embedder of a dense index, and an optional
-/// reranker. The models are shared (`Arc`), so [`Pipeline::with_index`] makes a pipeline over
-/// another index snapshot without loading or copying them.
-pub struct Pipeline {
-    index: Index,
+/// A document store (the embedded [`Index`] unless told otherwise), a reader, the abstention
+/// threshold, the embedder of a dense store, and an optional reranker. The models are shared
+/// (`Arc`), so [`Pipeline::with_index`] makes a pipeline over another index snapshot without
+/// loading or copying them. Multi-hop asks and the index snapshots of a server need the embedded
+/// index; everything else works over any [`DocumentStore`].
+pub struct Pipeline<S = Index> {
+    index: S,
     reader: Arc<Reader>,
     calibration: Option<Calibration>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -190,8 +194,8 @@ pub struct Pipeline {
     titles: OnceLock<multihop::TitleIndex>,
 }
 
-/// The index's default retrieval: hybrid when it has passage vectors, else BM25.
-pub fn default_search(index: &Index) -> SearchOptions {
+/// The store's default retrieval: hybrid when it has passage vectors, else BM25.
+pub fn default_search(index: &(impl DocumentStore + ?Sized)) -> SearchOptions {
     let mode = if index.dense_meta().is_some() {
         Mode::Hybrid
     } else {
@@ -200,9 +204,9 @@ pub fn default_search(index: &Index) -> SearchOptions {
     SearchOptions::for_index(index, mode)
 }
 
-impl Pipeline {
+impl<S: DocumentStore> Pipeline<S> {
     /// A pipeline without calibration (threshold [`DEFAULT_THRESHOLD`]).
-    pub fn new(index: Index, reader: Reader) -> Self {
+    pub fn new(index: S, reader: Reader) -> Self {
         Pipeline {
             index,
             reader: Arc::new(reader),
@@ -226,48 +230,15 @@ impl Pipeline {
         self
     }
 
-    /// Opens the index in `index_dir` with its calibration, if it has one, and loads the reader.
-    pub fn open(index_dir: &Path, reader_dir: &Path) -> Result<Self> {
-        let index = Index::open(index_dir)?;
-        let calibration = Calibration::load(index_dir)?;
-        let reader = Reader::load(reader_dir)?;
-        Ok(Pipeline::new(index, reader).with_calibration(calibration))
-    }
-
     /// Replaces the calibration.
     pub fn with_calibration(mut self, calibration: Option<Calibration>) -> Self {
         self.calibration = calibration;
         self
     }
 
-    /// The index.
-    pub fn index(&self) -> &Index {
+    /// The document store.
+    pub fn store(&self) -> &S {
         &self.index
-    }
-
-    /// Whether the title index of multi-hop asks ([`Pipeline::titles`]) is built already.
-    pub fn titles_built(&self) -> bool {
-        self.titles.get().is_some()
-    }
-
-    /// A pipeline over another snapshot of the index (e.g. a writer's new commit) with this one's
-    /// reader, calibration, embedder and reranker, shared rather than loaded again: a server
-    /// builds the next snapshot while questions keep reading the current one.
-    pub fn with_index(&self, index: Index) -> Pipeline {
-        Pipeline {
-            index,
-            reader: self.reader.clone(),
-            calibration: self.calibration.clone(),
-            embedder: self.embedder.clone(),
-            reranker: self.reranker.clone(),
-            titles: OnceLock::new(),
-        }
-    }
-
-    /// Replaces the index with another snapshot (e.g. a writer's new commit); returns the old one.
-    pub fn set_index(&mut self, index: Index) -> Index {
-        self.titles = OnceLock::new();
-        std::mem::replace(&mut self.index, index)
     }
 
     /// The reader.
@@ -350,15 +321,16 @@ impl Pipeline {
             threshold: self.threshold(),
             rank_prior: options.rank_prior,
         };
-        Ok(questions
+        questions
             .iter()
             .zip(retrieved)
             .map(|(question, (hits, retrieve_time, rerank_time))| {
                 let start = Instant::now();
+                let dates = self.dates_of(&hits)?;
                 let readings: Vec<PassageReading> = hits
                     .into_iter()
-                    .map(|hit| {
-                        let date = self.date_of(&hit.doc_id);
+                    .zip(dates)
+                    .map(|(hit, date)| {
                         let prediction = predictions.next().expect("one prediction per passage");
                         PassageReading::new(hit, date, prediction)
                     })
@@ -371,9 +343,9 @@ impl Pipeline {
                     read_ms: ms(read_share),
                     aggregate_ms: ms(start.elapsed()),
                 };
-                response
+                Ok(response)
             })
-            .collect())
+            .collect()
     }
 
     /// The passages a question is read in: the retriever's best `k`, or, with a reranker, the
@@ -417,10 +389,11 @@ impl Pipeline {
             .token_probabilities(question, passage, &options.read)?)
     }
 
-    fn date_of(&self, doc_id: &str) -> Option<String> {
-        self.index
-            .document(doc_id)
-            .and_then(|d| d.date.map(str::to_string))
+    /// The dates of the documents of `hits`, in order.
+    fn dates_of(&self, hits: &[Hit]) -> Result<Vec<Option<String>>> {
+        hits.iter()
+            .map(|h| Ok(self.index.document_date(&h.doc_id)?))
+            .collect()
     }
 
     fn respond(
@@ -455,6 +428,53 @@ impl Pipeline {
             timings: Timings::default(),
             hops: None,
         }
+    }
+}
+
+impl Pipeline<Index> {
+    /// The date of document `doc_id` (the embedded index answers without failing).
+    fn date_of(&self, doc_id: &str) -> Option<String> {
+        self.index
+            .document(doc_id)
+            .and_then(|d| d.date.map(str::to_string))
+    }
+
+    /// Opens the index in `index_dir` with its calibration, if it has one, and loads the reader.
+    pub fn open(index_dir: &Path, reader_dir: &Path) -> Result<Self> {
+        let index = Index::open(index_dir)?;
+        let calibration = Calibration::load(index_dir)?;
+        let reader = Reader::load(reader_dir)?;
+        Ok(Pipeline::new(index, reader).with_calibration(calibration))
+    }
+
+    /// The index.
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// Whether the title index of multi-hop asks ([`Pipeline::titles`]) is built already.
+    pub fn titles_built(&self) -> bool {
+        self.titles.get().is_some()
+    }
+
+    /// A pipeline over another snapshot of the index (e.g. a writer's new commit) with this one's
+    /// reader, calibration, embedder and reranker, shared rather than loaded again: a server
+    /// builds the next snapshot while questions keep reading the current one.
+    pub fn with_index(&self, index: Index) -> Pipeline {
+        Pipeline {
+            index,
+            reader: self.reader.clone(),
+            calibration: self.calibration.clone(),
+            embedder: self.embedder.clone(),
+            reranker: self.reranker.clone(),
+            titles: OnceLock::new(),
+        }
+    }
+
+    /// Replaces the index with another snapshot (e.g. a writer's new commit); returns the old one.
+    pub fn set_index(&mut self, index: Index) -> Index {
+        self.titles = OnceLock::new();
+        std::mem::replace(&mut self.index, index)
     }
 }
 

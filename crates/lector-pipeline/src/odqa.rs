@@ -31,7 +31,7 @@ use lector_eval::retrieval::{self, AnswerItem, AnswerRecall, Passage};
 use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore, SquadVersion};
 use lector_eval::stats::{self, Bootstrap};
 use lector_eval::summary::Intervals;
-use lector_index::{Embedder, IndexSettings, IndexWriter, Mode};
+use lector_index::{DocumentStore, Embedder, IndexSettings, IndexWriter, Mode};
 use lector_reader::{Query, ReadParams, Reader};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -271,8 +271,8 @@ fn article_of(doc_id: &str) -> &str {
 
 /// Asks every question of `dataset` end to end with `options`, scores the answers, and (with
 /// `read_gold`) the reader alone on each gold paragraph. `progress` follows both readings.
-pub fn evaluate(
-    pipeline: &Pipeline,
+pub fn evaluate<S: DocumentStore>(
+    pipeline: &Pipeline<S>,
     dataset: Dataset,
     options: &AskOptions,
     read_gold: bool,
@@ -324,11 +324,11 @@ pub fn evaluate(
             }
         })
         .collect();
-    let stats = pipeline.index().stats();
+    let stats = pipeline.store().counts()?;
     let mode = options
         .search
         .as_ref()
-        .map_or_else(|| crate::default_search(pipeline.index()).mode, |s| s.mode);
+        .map_or_else(|| crate::default_search(pipeline.store()).mode, |s| s.mode);
     Ok(OdqaResults {
         dataset,
         responses,
@@ -432,8 +432,8 @@ pub fn read_gold(
 }
 
 /// The reader alone on the gold paragraph of each answerable question (`None` for the others).
-fn gold_paragraph_scores(
-    pipeline: &Pipeline,
+fn gold_paragraph_scores<S: DocumentStore>(
+    pipeline: &Pipeline<S>,
     dataset: &Dataset,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Vec<Option<QuestionScore>>> {

@@ -16,12 +16,12 @@ pub type RerankHead<'a> = Option<(&'a Reranker, usize)>;
 /// Per-query retrieval times in milliseconds (embedding the query included).
 pub type Latencies = Vec<f64>;
 
-/// Ranks `depth` documents per query by their best passage (MaxP) and returns the run. BM25
-/// scores every matching passage; the other modes rank [`DOCUMENT_DEPTH`] passages per document
+/// Ranks `depth` documents per query by their best passage (MaxP) and returns the run. BM25 over
+/// an embedded `index` scores every matching passage; other stores and the other modes rank [`DOCUMENT_DEPTH`] passages per document
 /// wanted, and hybrid fuses rankings that deep. With a reranker, documents are scored by the
 /// reciprocal of their rank: reranker and retriever scores are not on one scale.
 pub fn document_run(
-    index: &Index,
+    index: Option<&Index>,
     options: &SearchOptions,
     retriever: &dyn Retriever,
     reranker: RerankHead,
@@ -32,7 +32,7 @@ pub fn document_run(
     let passages = depth.saturating_mul(DOCUMENT_DEPTH);
     let mut rankings = Vec::with_capacity(queries.len());
     let mut latencies = Vec::with_capacity(queries.len());
-    let bm25 = index.bm25(options.bm25).filtered(options.filter.as_ref());
+    let bm25 = index.map(|index| index.bm25(options.bm25).filtered(options.filter.as_ref()));
     for q in queries {
         let started = Instant::now();
         let ranking = match reranker {
@@ -40,7 +40,9 @@ pub fn document_run(
                 &ranked(retriever, reranker, &q.text, passages)?,
                 depth,
             )),
-            None if options.mode == Mode::Bm25 => scored(bm25.documents(&q.text, depth)),
+            None if options.mode == Mode::Bm25 && bm25.is_some() => {
+                scored(bm25.as_ref().expect("checked").documents(&q.text, depth))
+            }
             None => scored(rank_documents(
                 &retriever.retrieve(&q.text, passages)?,
                 depth,

@@ -170,6 +170,10 @@ impl From<lector_index::Error> for ApiError {
         match err {
             // A request the index cannot serve, e.g. dense search of a BM25-only index.
             lector_index::Error::Config(_) => ApiError::bad_request(err.to_string()),
+            // An external store is down or timed out: retry once it is back.
+            lector_index::Error::Unavailable { .. } => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
+            }
             _ => ApiError::internal(err.to_string()),
         }
     }

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use lector_eval::retrieval::{self, Run};
 use lector_eval::stats::latency_summary;
-use lector_index::{Index, Mode};
+use lector_index::{DocumentStore, Index, Mode};
 use lector_pipeline::ranking::{self, DOCUMENT_DEPTH};
 use std::path::Path;
 
@@ -15,8 +15,17 @@ pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
     let (Some(dir), Some(queries_path)) = (&args.index, &args.queries) else {
         bail!("--index needs --queries");
     };
-    let index = Index::open(dir)?;
-    let (mut options, embedder) = args.retrieval.config().resolve(&index, &notify)?;
+    let redis = crate::store::open_if_url(dir)?;
+    let index = match redis {
+        Some(_) => None,
+        None => Some(Index::open(dir)?),
+    };
+    let store: &dyn DocumentStore = match (&redis, &index) {
+        (Some(redis), _) => redis,
+        (None, Some(index)) => index,
+        (None, None) => unreachable!("one of them is open"),
+    };
+    let (mut options, embedder) = args.retrieval.config().resolve(store, &notify)?;
     let queries = retrieval::read_queries(queries_path)?;
     if queries.is_empty() {
         bail!("{}: no queries", queries_path.display());
@@ -36,9 +45,9 @@ pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
         options.fusion_depth = options
             .fusion_depth
             .max(args.depth.saturating_mul(DOCUMENT_DEPTH));
-        let retriever = index.retriever(&options, embedder.as_deref())?;
+        let retriever = store.retriever(&options, embedder.as_deref())?;
         let (run, latencies) = ranking::document_run(
-            &index,
+            index.as_ref(),
             &options,
             retriever.as_ref(),
             head,
@@ -59,7 +68,7 @@ pub(super) fn run(args: &RetrievalArgs) -> Result<()> {
             queries_path.display()
         );
     }
-    let retriever = index.retriever(&options, embedder.as_deref())?;
+    let retriever = store.retriever(&options, embedder.as_deref())?;
     let (items, latencies) =
         ranking::answer_items(retriever.as_ref(), head, &queries, args.max_k, &mut || {
             progress.inc(1)

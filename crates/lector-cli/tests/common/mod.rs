@@ -18,6 +18,7 @@ pub fn lector(args: &[&str]) -> Output {
         .args(args)
         // A command without --index must not pick up the caller's default index.
         .env_remove("LECTOR_INDEX")
+        .env_remove("LECTOR_STORE")
         .output()
         .expect("lector runs")
 }

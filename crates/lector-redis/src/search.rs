@@ -1,0 +1,349 @@
+//! BM25 and KNN through `FT.SEARCH`, and the hits they give.
+
+use crate::writer::{document_key, passage_key};
+use crate::RedisStore;
+use lector_index::analysis::ENGLISH_STOPWORDS;
+use lector_index::{
+    Bm25Params, Embedder, Error, Hit, HybridRetriever, Mode, Result, Retriever, RetrieverKind,
+    SearchOptions, Source, Span, DEFAULT_EF,
+};
+use redis::Value;
+use std::collections::HashMap;
+
+/// The hash fields a hit is made of.
+const HIT_FIELDS: [&str; 11] = [
+    "doc", "n", "title", "text", "bs", "be", "cs", "ce", "page", "section", "meta",
+];
+
+pub(crate) fn retriever<'a>(
+    store: &'a RedisStore,
+    options: &SearchOptions,
+    embedder: Option<&'a dyn Embedder>,
+) -> Result<Box<dyn Retriever + 'a>> {
+    if options.filter.is_some() {
+        return Err(Error::Config(format!(
+            "filters are not supported on the Redis store {} yet; use an embedded index (--index DIR) to filter",
+            store.url()
+        )));
+    }
+    if options.bm25 != Bm25Params::default() {
+        return Err(Error::Config(format!(
+            "Redis scores BM25 with k1 = 1.2 and b = 0.75 only; the store {} cannot search with k1 = {}, b = {}",
+            store.url(),
+            options.bm25.k1,
+            options.bm25.b
+        )));
+    }
+    let bm25 = Bm25 { store };
+    if options.mode == Mode::Bm25 {
+        return Ok(Box::new(bm25));
+    }
+    let dense = Knn::new(store, embedder, options.ef)?;
+    Ok(match options.mode {
+        Mode::Dense => Box::new(dense),
+        _ => Box::new(HybridRetriever::new(
+            Box::new(bm25),
+            Box::new(dense),
+            options,
+        )),
+    })
+}
+
+/// BM25 by Redis (`SCORER BM25STD`) over the passages' `body`.
+struct Bm25<'a> {
+    store: &'a RedisStore,
+}
+
+impl Retriever for Bm25<'_> {
+    fn kind(&self) -> RetrieverKind {
+        RetrieverKind::Bm25
+    }
+
+    fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let stopwords = self.store.meta.settings.analyzer.stopwords;
+        let Some(terms) = any_of_terms(query, stopwords) else {
+            return Ok(Vec::new());
+        };
+        let mut cmd = redis::cmd("FT.SEARCH");
+        cmd.arg(self.store.url().name())
+            .arg(format!("@body:({terms})"))
+            .arg("SCORER")
+            .arg("BM25STD")
+            .arg("WITHSCORES");
+        return_fields(&mut cmd, &[]);
+        limit(&mut cmd, k, self.store.link.timeout());
+        let reply: Value = self.store.link.run(|c| cmd.query(c))?;
+        let rows = rows(&reply, true)?;
+        Ok(ranked(rows, RetrieverKind::Bm25, |row| row.score))
+    }
+}
+
+/// A query's words as a RediSearch union (`a|b|c`), so that a passage matching any of them is
+/// scored (BM25's OR semantics; RediSearch intersects bare words). Words are letters and digits
+/// only, so nothing in them is query syntax. Stopwords are left out here: in RediSearch 2.10 a
+/// stopword inside a union drops the words after it, and a long union with several crashed the
+/// server. A repeated word stays repeated (it counts twice, as in the embedded index). `None`
+/// for a query without words.
+fn any_of_terms(query: &str, drop_stopwords: bool) -> Option<String> {
+    let apostrophe = |c: char| c == '\'' || c == '\u{2019}';
+    let words: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || apostrophe(c)))
+        // "Peyton's" -> "peyton", as both analysers drop the possessive.
+        .map(|w| (w.strip_suffix("'s").or_else(|| w.strip_suffix("\u{2019}s"))).unwrap_or(w))
+        .flat_map(|w| w.split(apostrophe))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !(drop_stopwords && ENGLISH_STOPWORDS.contains(&w.as_str())))
+        .collect();
+    (!words.is_empty()).then(|| words.join("|"))
+}
+
+/// KNN by Redis's HNSW over the passage vectors; the score is the cosine similarity.
+struct Knn<'a> {
+    store: &'a RedisStore,
+    embedder: &'a dyn Embedder,
+    ef: usize,
+}
+
+impl<'a> Knn<'a> {
+    fn new(
+        store: &'a RedisStore,
+        embedder: Option<&'a dyn Embedder>,
+        ef: Option<usize>,
+    ) -> Result<Self> {
+        let Some(meta) = store.meta.dense.as_ref() else {
+            return Err(Error::Config(format!(
+                "the store {} has no passage vectors; create it with `lector index add --dense --store URL`",
+                store.url()
+            )));
+        };
+        let Some(embedder) = embedder else {
+            return Err(Error::Config(format!(
+                "dense search of {} needs its embedder `{}`",
+                store.url(),
+                meta.model
+            )));
+        };
+        meta.check(embedder, store.url())?;
+        Ok(Knn {
+            store,
+            embedder,
+            // Redis's HNSW has no exact mode: "exact" asks it for its default beam.
+            ef: ef.unwrap_or(DEFAULT_EF),
+        })
+    }
+}
+
+impl Retriever for Knn<'_> {
+    fn kind(&self) -> RetrieverKind {
+        RetrieverKind::Dense
+    }
+
+    fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let embedded = self.embedder.embed(&[query]).map_err(Error::Embed)?;
+        let Some(vector) = embedded.first() else {
+            return Err(Error::Embed("the embedder returned no vector".into()));
+        };
+        let blob = self.store.meta.vector_type.bytes(vector);
+        let mut cmd = redis::cmd("FT.SEARCH");
+        cmd.arg(self.store.url().name())
+            .arg("*=>[KNN $k @vec $v EF_RUNTIME $ef AS dist]")
+            .arg("PARAMS")
+            .arg(6)
+            .arg("k")
+            .arg(k)
+            .arg("v")
+            .arg(blob)
+            .arg("ef")
+            .arg(self.ef.max(k))
+            .arg("SORTBY")
+            .arg("dist");
+        return_fields(&mut cmd, &["dist"]);
+        limit(&mut cmd, k, self.store.link.timeout());
+        let reply: Value = self.store.link.run(|c| cmd.query(c))?;
+        let rows = rows(&reply, false)?;
+        // Cosine distance is 1 - similarity.
+        Ok(ranked(rows, RetrieverKind::Dense, |row| {
+            1.0 - row.number("dist").unwrap_or(1.0)
+        }))
+    }
+}
+
+/// The first `k` results, with the query's own time limit at the connection's timeout: RediSearch
+/// otherwise stops a query after 500 ms and returns what it found so far as if it were all.
+fn limit(cmd: &mut redis::Cmd, k: usize, timeout: std::time::Duration) {
+    cmd.arg("LIMIT").arg(0).arg(k);
+    cmd.arg("TIMEOUT").arg(timeout.as_millis().max(1) as u64);
+    cmd.arg("DIALECT").arg(2);
+}
+
+fn return_fields(cmd: &mut redis::Cmd, extra: &[&str]) {
+    cmd.arg("RETURN").arg(HIT_FIELDS.len() + extra.len());
+    for field in HIT_FIELDS.iter().chain(extra) {
+        cmd.arg(*field);
+    }
+}
+
+/// One result of `FT.SEARCH`: its score (with `WITHSCORES`) and fields.
+struct Row {
+    score: f64,
+    fields: HashMap<String, String>,
+}
+
+impl Row {
+    fn number(&self, field: &str) -> Option<f64> {
+        self.fields.get(field)?.parse().ok()
+    }
+
+    fn count(&self, field: &str) -> Option<usize> {
+        self.fields.get(field)?.parse().ok()
+    }
+
+    fn hit(self, retriever: RetrieverKind, score: f64, rank: usize) -> Result<Hit> {
+        let span = (|| {
+            Some(Span {
+                byte_start: self.count("bs")?,
+                byte_end: self.count("be")?,
+                char_start: self.count("cs")?,
+                char_end: self.count("ce")?,
+            })
+        })();
+        let (Some(span), Some(passage)) = (span, self.count("n")) else {
+            return Err(Error::Config(format!(
+                "a passage of document {:?} lacks its offsets (written by another program?)",
+                self.fields.get("doc")
+            )));
+        };
+        let mut fields = self.fields;
+        Ok(Hit {
+            doc_id: fields.remove("doc").unwrap_or_default(),
+            title: fields.remove("title"),
+            metadata: fields
+                .get("meta")
+                .and_then(|m| serde_json::from_str(m).ok()),
+            page: fields.get("page").and_then(|p| p.parse().ok()),
+            section: fields.remove("section"),
+            passage,
+            span,
+            text: fields.remove("text").unwrap_or_default(),
+            score,
+            sources: vec![Source {
+                retriever,
+                rank,
+                score,
+            }],
+        })
+    }
+}
+
+/// Hits from rows, scored by `score` and ordered best first (ties by document and passage, as
+/// the embedded index orders them).
+fn ranked(rows: Vec<Row>, retriever: RetrieverKind, score: impl Fn(&Row) -> f64) -> Vec<Hit> {
+    let mut scored: Vec<(f64, Row)> = rows.into_iter().map(|r| (score(&r), r)).collect();
+    scored.sort_by(|(a, ra), (b, rb)| {
+        b.total_cmp(a)
+            .then_with(|| ra.fields.get("doc").cmp(&rb.fields.get("doc")))
+            .then_with(|| ra.count("n").cmp(&rb.count("n")))
+    });
+    scored
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, (s, row))| row.hit(retriever, s, i + 1).ok())
+        .collect()
+}
+
+/// The rows of an `FT.SEARCH` reply (RESP2: total, then key, [score,] fields per result).
+fn rows(reply: &Value, with_scores: bool) -> Result<Vec<Row>> {
+    let malformed = || Error::Config("Redis answered FT.SEARCH with an unexpected reply".into());
+    let Value::Array(items) = reply else {
+        return Err(malformed());
+    };
+    let per_row = if with_scores { 3 } else { 2 };
+    let mut out = Vec::new();
+    for chunk in items.get(1..).unwrap_or_default().chunks(per_row) {
+        if chunk.len() != per_row {
+            return Err(malformed());
+        }
+        let score = match with_scores {
+            true => text(&chunk[1])
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(malformed)?,
+            false => 0.0,
+        };
+        let Value::Array(pairs) = &chunk[per_row - 1] else {
+            return Err(malformed());
+        };
+        let fields = pairs
+            .chunks(2)
+            .filter_map(|kv| Some((text(kv.first()?)?, text(kv.get(1)?)?)))
+            .collect();
+        out.push(Row { score, fields });
+    }
+    Ok(out)
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(i) => Some(i.to_string()),
+        Value::Double(d) => Some(d.to_string()),
+        _ => None,
+    }
+}
+
+/// A field of an `FT.INFO` reply (a flat list of names and values).
+pub(crate) fn info_field(info: &Value, name: &str) -> Option<String> {
+    let Value::Array(items) = info else {
+        return None;
+    };
+    items
+        .chunks(2)
+        .find(|kv| text(&kv[0]).as_deref() == Some(name))
+        .and_then(|kv| kv.get(1).and_then(text))
+}
+
+pub(crate) fn document_passages(store: &RedisStore, id: &str) -> Result<Vec<Hit>> {
+    let record = document_key(&store.link, id);
+    let count: Option<usize> = store
+        .link
+        .run(|c| redis::cmd("HGET").arg(&record).arg("passages").query(c))?;
+    let count = count.unwrap_or(0);
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for n in 0..count {
+        pipe.cmd("HMGET")
+            .arg(passage_key(&store.link, id, n))
+            .arg(&HIT_FIELDS[..]);
+    }
+    let passages: Vec<Vec<Option<String>>> = store.link.run(|c| pipe.query(c))?;
+    passages
+        .into_iter()
+        .map(|values| {
+            let fields = (HIT_FIELDS.iter().zip(values))
+                .filter_map(|(f, v)| Some((f.to_string(), v?)))
+                .collect();
+            let mut hit = Row { score: 0.0, fields }.hit(RetrieverKind::Bm25, 0.0, 0)?;
+            hit.sources.clear();
+            Ok(hit)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::any_of_terms;
+
+    #[test]
+    fn queries_become_unions_of_words_without_stopwords_or_syntax() {
+        assert_eq!(
+            any_of_terms("In the 10th week, what was Peyton's injury? -(x)|@y", true).as_deref(),
+            Some("10th|week|what|peyton|injury|x|y")
+        );
+        assert_eq!(any_of_terms("the the", false).as_deref(), Some("the|the"));
+        assert_eq!(any_of_terms("the of", true), None);
+        assert_eq!(any_of_terms("?!", true), None);
+    }
+}

@@ -1,0 +1,481 @@
+//! Creating a store and writing documents to it.
+
+use crate::{ConnectOptions, Link, StoreMeta, StoreUrl, VectorType, FORMAT};
+use lector_index::analysis::ENGLISH_STOPWORDS;
+use lector_index::docstore::{embedding_text, passages_of, Passage};
+use lector_index::{
+    AddOutcome, CommitInfo, DenseMeta, Document, Embedder, Error, IndexSettings, Result, Stemmer,
+    StoreWriter,
+};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Documents per `MULTI`/`EXEC` transaction of a commit: large enough to amortise round trips,
+/// small enough that one transaction (with 384-float vectors, about 2 MB) never stalls Redis.
+pub const DOCS_PER_TRANSACTION: usize = 256;
+
+/// Passages embedded per call to the embedder (progress is reported after each).
+const EMBED_BATCH: usize = 64;
+
+/// A staged document's passages and, in a dense store, their vectors as Redis stores them.
+struct Prepared {
+    passages: Vec<Passage>,
+    vectors: Vec<Vec<u8>>,
+}
+
+/// The one writer of a store (lector takes no lock in Redis: run one writer per store).
+pub struct RedisWriter {
+    link: Link,
+    meta: StoreMeta,
+    embedder: Option<Arc<dyn Embedder>>,
+    staged: Vec<Document>,
+    staged_ids: HashMap<String, usize>,
+    removed: HashSet<String>,
+    committed: usize,
+}
+
+impl RedisWriter {
+    /// Opens the store at `url` for writing, creating it with `settings` (and, with an
+    /// `embedder`, a vector field of its dimension stored as `vector_type`) when there is none.
+    /// An existing store keeps its own settings and vector type, and refuses an embedder other
+    /// than its own.
+    pub fn open_or_create(
+        url: &StoreUrl,
+        options: &ConnectOptions,
+        settings: IndexSettings,
+        embedder: Option<Arc<dyn Embedder>>,
+        vector_type: VectorType,
+    ) -> Result<RedisWriter> {
+        let link = Link::open(url, options)?;
+        let meta = match read_meta(&link)? {
+            Some(meta) => meta,
+            None => create(&link, settings, embedder.as_deref(), vector_type)?,
+        };
+        match (&meta.dense, &embedder) {
+            (Some(dense), Some(embedder)) => dense.check(embedder.as_ref(), url)?,
+            (None, Some(_)) => {
+                return Err(Error::Config(format!(
+                    "the store {url} was created without passage vectors; create a new store with --dense to search by embedding"
+                )))
+            }
+            _ => {}
+        }
+        let docs = link.key("docs");
+        let committed = link.run(|c| redis::cmd("SCARD").arg(&docs).query(c))?;
+        Ok(RedisWriter {
+            link,
+            meta,
+            embedder,
+            staged: Vec::new(),
+            staged_ids: HashMap::new(),
+            removed: HashSet::new(),
+            committed,
+        })
+    }
+
+    /// The store's settings (an existing store's own).
+    pub fn settings(&self) -> IndexSettings {
+        self.meta.settings
+    }
+
+    /// Whether the store keeps passage vectors.
+    pub fn is_dense(&self) -> bool {
+        self.meta.dense.is_some()
+    }
+
+    fn stored_hash(&self, id: &str) -> Result<Option<String>> {
+        let key = document_key(&self.link, id);
+        self.link
+            .run(|c| redis::cmd("HGET").arg(&key).arg("hash").query(c))
+    }
+
+    /// The passages and vectors of every staged document.
+    fn prepare(&self, progress: &mut dyn FnMut(usize, usize)) -> Result<Vec<Prepared>> {
+        let chunked: Vec<Vec<Passage>> = (self.staged.iter())
+            .map(|doc| passages_of(doc, self.meta.settings.chunking))
+            .collect();
+        let Some(dense) = &self.meta.dense else {
+            return Ok(chunked
+                .into_iter()
+                .map(|passages| Prepared {
+                    passages,
+                    vectors: Vec::new(),
+                })
+                .collect());
+        };
+        let Some(embedder) = &self.embedder else {
+            return Err(Error::Config(format!(
+                "the store {} keeps vectors of `{}`: new documents need that embedder (--embedder)",
+                self.link.url(),
+                dense.model
+            )));
+        };
+        let texts: Vec<String> = (self.staged.iter().zip(&chunked))
+            .flat_map(|(doc, passages)| {
+                passages
+                    .iter()
+                    .map(|p| embedding_text(doc.title.as_deref(), &p.text))
+            })
+            .collect();
+        let mut vectors = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(EMBED_BATCH) {
+            let refs: Vec<&str> = batch.iter().map(String::as_str).collect();
+            let embedded = embedder.embed(&refs).map_err(Error::Embed)?;
+            if embedded.len() != refs.len() || embedded.iter().any(|v| v.len() != dense.dim) {
+                return Err(Error::Embed(format!(
+                    "the embedder `{}` returned vectors of the wrong number or size",
+                    dense.model
+                )));
+            }
+            vectors.extend(embedded.iter().map(|v| self.meta.vector_type.bytes(v)));
+            progress(vectors.len(), texts.len());
+        }
+        let mut vectors = vectors.into_iter();
+        Ok(chunked
+            .into_iter()
+            .map(|passages| Prepared {
+                vectors: vectors.by_ref().take(passages.len()).collect(),
+                passages,
+            })
+            .collect())
+    }
+
+    /// Passages stored now for each of `ids` (0 for a document not stored).
+    fn stored_passages(&self, ids: &[&str]) -> Result<Vec<usize>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HGET")
+                .arg(document_key(&self.link, id))
+                .arg("passages");
+        }
+        let counts: Vec<Option<usize>> = self.link.run(|c| pipe.query(c))?;
+        Ok(counts.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// Writes one transaction: removes `removed` and writes `docs` (each over its old passages).
+    fn write_transaction(
+        &self,
+        removed: &[&str],
+        docs: &[(&Document, &Prepared)],
+        last: bool,
+    ) -> Result<()> {
+        let ids: Vec<&str> = (removed.iter().copied())
+            .chain(docs.iter().map(|(d, _)| d.id.as_str()))
+            .collect();
+        let before = self.stored_passages(&ids)?;
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        let docs_key = self.link.key("docs");
+        for (id, &old) in removed.iter().zip(&before) {
+            for n in 0..old {
+                pipe.cmd("DEL").arg(passage_key(&self.link, id, n)).ignore();
+            }
+            pipe.cmd("DEL").arg(document_key(&self.link, id)).ignore();
+            pipe.cmd("SREM").arg(&docs_key).arg(*id).ignore();
+        }
+        for ((doc, Prepared { passages, vectors }), &old) in
+            docs.iter().zip(&before[removed.len()..])
+        {
+            for n in 0..old.max(passages.len()) {
+                // Deleted first, so that no field of an older version (a page, a vector) lingers.
+                pipe.cmd("DEL")
+                    .arg(passage_key(&self.link, &doc.id, n))
+                    .ignore();
+            }
+            for (passage, vector) in passages
+                .iter()
+                .zip(vectors_or_none(vectors, passages.len()))
+            {
+                let key = passage_key(&self.link, &doc.id, passage.n);
+                let hset = pipe.cmd("HSET").arg(key);
+                for (field, value) in passage_fields(doc, passage) {
+                    hset.arg(field).arg(value);
+                }
+                if let Some(vector) = vector {
+                    hset.arg("vec").arg(vector.as_slice());
+                }
+                hset.ignore();
+            }
+            let record = pipe
+                .cmd("HSET")
+                .arg(document_key(&self.link, &doc.id))
+                .arg("hash")
+                .arg(hex(&doc.content_hash()))
+                .arg("passages")
+                .arg(passages.len());
+            if let Some(date) = &doc.date {
+                record.arg("date").arg(date);
+            }
+            record.ignore();
+            if doc.date.is_none() {
+                pipe.cmd("HDEL")
+                    .arg(document_key(&self.link, &doc.id))
+                    .arg("date")
+                    .ignore();
+            }
+            pipe.cmd("SADD").arg(&docs_key).arg(&doc.id).ignore();
+        }
+        if last {
+            pipe.cmd("HINCRBY")
+                .arg(self.link.key("lector"))
+                .arg("generation")
+                .arg(1)
+                .ignore();
+        }
+        self.link.run(|c| pipe.query::<()>(c))
+    }
+}
+
+fn vectors_or_none(vectors: &[Vec<u8>], n: usize) -> Vec<Option<&Vec<u8>>> {
+    if vectors.is_empty() {
+        vec![None; n]
+    } else {
+        vectors.iter().map(Some).collect()
+    }
+}
+
+impl StoreWriter for RedisWriter {
+    fn add(&mut self, doc: Document) -> Result<AddOutcome> {
+        let hash = hex(&doc.content_hash());
+        if let Some(&slot) = self.staged_ids.get(&doc.id) {
+            if hex(&self.staged[slot].content_hash()) == hash {
+                return Ok(AddOutcome::Unchanged);
+            }
+            self.staged[slot] = doc;
+            return Ok(AddOutcome::Replaced);
+        }
+        let stored = self.stored_hash(&doc.id)?;
+        if stored.as_deref() == Some(hash.as_str()) {
+            self.removed.remove(&doc.id);
+            return Ok(AddOutcome::Unchanged);
+        }
+        self.removed.remove(&doc.id);
+        self.staged_ids.insert(doc.id.clone(), self.staged.len());
+        self.staged.push(doc);
+        Ok(match stored {
+            Some(_) => AddOutcome::Replaced,
+            None => AddOutcome::Added,
+        })
+    }
+
+    fn remove(&mut self, id: &str) -> Result<bool> {
+        let mut found = false;
+        if let Some(slot) = self.staged_ids.remove(id) {
+            self.staged.remove(slot);
+            for s in self.staged_ids.values_mut() {
+                if *s > slot {
+                    *s -= 1;
+                }
+            }
+            found = true;
+        }
+        if self.stored_hash(id)?.is_some() {
+            self.removed.insert(id.to_string());
+            found = true;
+        }
+        Ok(found)
+    }
+
+    fn pending(&self) -> usize {
+        self.staged.len()
+    }
+
+    fn commit(&mut self, progress: &mut dyn FnMut(usize, usize)) -> Result<CommitInfo> {
+        if !self.staged.is_empty() || !self.removed.is_empty() {
+            let prepared = self.prepare(progress)?;
+            let removed: Vec<&str> = self.removed.iter().map(String::as_str).collect();
+            let docs: Vec<_> = self.staged.iter().zip(&prepared).collect();
+            let batches: Vec<_> = docs.chunks(DOCS_PER_TRANSACTION).collect();
+            if batches.is_empty() {
+                self.write_transaction(&removed, &[], true)?;
+            }
+            for (i, batch) in batches.iter().enumerate() {
+                let removed: &[&str] = if i == 0 { &removed } else { &[] };
+                self.write_transaction(removed, batch, i + 1 == batches.len())?;
+            }
+            self.staged.clear();
+            self.staged_ids.clear();
+            self.removed.clear();
+        }
+        let docs = self.link.key("docs");
+        self.committed = self.link.run(|c| redis::cmd("SCARD").arg(&docs).query(c))?;
+        let meta = self.link.key("lector");
+        let generation: Option<u64> = self
+            .link
+            .run(|c| redis::cmd("HGET").arg(&meta).arg("generation").query(c))?;
+        Ok(CommitInfo {
+            generation: generation.unwrap_or(0),
+            documents: self.committed,
+            segments: 0,
+        })
+    }
+
+    fn committed_documents(&self) -> usize {
+        self.committed
+    }
+}
+
+/// The fields of a passage's hash, but its vector.
+fn passage_fields(doc: &Document, passage: &Passage) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
+        ("doc", doc.id.clone()),
+        ("n", passage.n.to_string()),
+        ("text", passage.text.clone()),
+        ("body", passage.searchable.clone()),
+        ("bs", passage.span.byte_start.to_string()),
+        ("be", passage.span.byte_end.to_string()),
+        ("cs", passage.span.char_start.to_string()),
+        ("ce", passage.span.char_end.to_string()),
+    ];
+    if let Some(title) = &doc.title {
+        fields.push(("title", title.clone()));
+    }
+    if let Some(page) = passage.page {
+        fields.push(("page", page.to_string()));
+    }
+    if let Some(section) = &passage.section {
+        fields.push(("section", section.clone()));
+    }
+    if let Some(metadata) = &doc.metadata {
+        fields.push(("meta", metadata.to_string()));
+    }
+    fields
+}
+
+/// Creates the store: its search index, then its record (last, so that a store whose creation
+/// failed half-way is created again).
+fn create(
+    link: &Link,
+    settings: IndexSettings,
+    embedder: Option<&dyn Embedder>,
+    vector_type: VectorType,
+) -> Result<StoreMeta> {
+    let bm25 = settings.bm25;
+    let default_bm25 = lector_index::Bm25Params::default();
+    if bm25 != default_bm25 {
+        return Err(Error::Config(format!(
+            "Redis scores BM25 with k1 = {} and b = {}; a store cannot be created with k1 = {}, b = {}",
+            default_bm25.k1, default_bm25.b, bm25.k1, bm25.b
+        )));
+    }
+    let name = link.url().name();
+    let mut create = redis::cmd("FT.CREATE");
+    create
+        .arg(name)
+        .arg("ON")
+        .arg("HASH")
+        .arg("PREFIX")
+        .arg(1)
+        .arg(link.key("p:"))
+        .arg("LANGUAGE")
+        .arg("english");
+    // The embedded index's stopwords (Lucene's English list), named rather than left to Redis's
+    // default, which could change between versions.
+    let stopwords: &[&str] = match settings.analyzer.stopwords {
+        true => &ENGLISH_STOPWORDS,
+        false => &[],
+    };
+    create.arg("STOPWORDS").arg(stopwords.len());
+    for word in stopwords {
+        create.arg(*word);
+    }
+    create.arg("SCHEMA").arg("body").arg("TEXT");
+    if settings.analyzer.stemmer == Stemmer::None {
+        create.arg("NOSTEM");
+    }
+    if let Some(embedder) = embedder {
+        create
+            .arg("vec")
+            .arg("VECTOR")
+            .arg("HNSW")
+            .arg(6)
+            .arg("TYPE")
+            .arg(vector_type.name())
+            .arg("DIM")
+            .arg(embedder.dim())
+            .arg("DISTANCE_METRIC")
+            .arg("COSINE");
+    }
+    let exists: std::result::Result<(), Error> = link.run(|c| create.query::<()>(c));
+    if let Err(err) = exists {
+        // An index left by a creation that failed before its record was written is reused.
+        if !err.to_string().contains("Index already exists") {
+            return Err(err);
+        }
+    }
+    let dense = embedder.map(DenseMeta::of);
+    let settings_json = serde_json::to_string(&settings).expect("settings serialise");
+    let mut record = redis::cmd("HSET");
+    record
+        .arg(link.key("lector"))
+        .arg("format")
+        .arg(FORMAT)
+        .arg("settings")
+        .arg(settings_json)
+        .arg("vector_type")
+        .arg(vector_type.name());
+    if let Some(dense) = &dense {
+        record
+            .arg("dense")
+            .arg(serde_json::to_string(dense).expect("dense metadata serialises"));
+    }
+    link.run(|c| record.query::<()>(c))?;
+    Ok(StoreMeta {
+        settings,
+        dense,
+        vector_type,
+    })
+}
+
+/// The store's record, or `None` when there is no store of this name.
+pub(crate) fn read_meta(link: &Link) -> Result<Option<StoreMeta>> {
+    let key = link.key("lector");
+    let fields: HashMap<String, String> = link.run(|c| redis::cmd("HGETALL").arg(&key).query(c))?;
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let corrupt = |what: &str| {
+        Error::Config(format!(
+            "the store {} has an unreadable record ({key}: {what}); was it written by another program?",
+            link.url()
+        ))
+    };
+    if fields.get("format").map(String::as_str) != Some(FORMAT) {
+        return Err(corrupt(&format!(
+            "format {:?}, this build reads {FORMAT}",
+            fields.get("format")
+        )));
+    }
+    let settings = (fields.get("settings"))
+        .and_then(|s| serde_json::from_str(s).ok())
+        .ok_or_else(|| corrupt("settings"))?;
+    let dense = match fields.get("dense") {
+        Some(text) => Some(serde_json::from_str(text).map_err(|_| corrupt("dense"))?),
+        None => None,
+    };
+    let vector_type = (fields.get("vector_type"))
+        .and_then(|t| VectorType::parse(t))
+        .ok_or_else(|| corrupt("vector_type"))?;
+    Ok(Some(StoreMeta {
+        settings,
+        dense,
+        vector_type,
+    }))
+}
+
+/// `NAME:d:ID`: the record of document ID.
+pub(crate) fn document_key(link: &Link, id: &str) -> String {
+    link.key(&format!("d:{id}"))
+}
+
+/// `NAME:p:ID#N`: passage N of document ID (unambiguous: N, after the last `#`, has none).
+pub(crate) fn passage_key(link: &Link, id: &str, n: usize) -> String {
+    link.key(&format!("p:{id}#{n}"))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,280 @@
+//! One contract, two stores: the embedded index and a real Redis with RediSearch hold the same
+//! SciFact slice (real abstracts, the real embedder) and must behave alike through
+//! `DocumentStore` / `StoreWriter`: adding, replacing, removing, counting, fetching passages by
+//! id, and BM25, dense and hybrid search. Where they may differ (Redis's own tokenizer and BM25),
+//! the test says so and checks what must still hold.
+
+mod common;
+
+use common::{embedder, RedisServer};
+use lector_index::{
+    AddOutcome, Document, DocumentStore, Filter, Hit, Index, IndexSettings, IndexWriter, Mode,
+    SearchOptions, StoreWriter,
+};
+use lector_ingest::{IngestOptions, Item};
+use lector_redis::{ConnectOptions, RedisStore, RedisWriter, StoreUrl, VectorType};
+
+/// The first `n` SciFact abstracts.
+fn scifact(n: usize) -> Vec<Document> {
+    let walk = lector_ingest::walk(&[lector_eval::data::require("beir/scifact/corpus.jsonl")]);
+    let mut docs = Vec::new();
+    lector_ingest::read_file(&walk.files[0], &IngestOptions::default(), &mut |item, _| {
+        if let Item::Document(doc) = item {
+            if docs.len() < n {
+                docs.push(doc);
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    docs
+}
+
+/// A place to keep the documents: an index directory or a Redis store.
+enum Place {
+    Embedded(tempfile::TempDir),
+    Redis(StoreUrl),
+}
+
+impl Place {
+    fn writer(&self) -> Box<dyn StoreWriter> {
+        let settings = IndexSettings::default();
+        match self {
+            Place::Embedded(dir) => {
+                let mut writer = IndexWriter::open_or_create(dir.path(), settings).unwrap();
+                writer.set_embedder(embedder()).unwrap();
+                Box::new(writer)
+            }
+            Place::Redis(url) => Box::new(
+                RedisWriter::open_or_create(
+                    url,
+                    &ConnectOptions::default(),
+                    settings,
+                    Some(embedder()),
+                    VectorType::Float32,
+                )
+                .unwrap(),
+            ),
+        }
+    }
+
+    fn store(&self) -> Box<dyn DocumentStore> {
+        match self {
+            Place::Embedded(dir) => Box::new(Index::open(dir.path()).unwrap()),
+            Place::Redis(url) => {
+                Box::new(RedisStore::open(url, &ConnectOptions::default()).unwrap())
+            }
+        }
+    }
+}
+
+fn search(store: &dyn DocumentStore, mode: Mode, query: &str, k: usize) -> Vec<Hit> {
+    let e = embedder();
+    let options = SearchOptions::for_index(store, mode);
+    let retriever = store.retriever(&options, Some(e.as_ref())).unwrap();
+    retriever.retrieve(query, k).unwrap()
+}
+
+/// What a store gave back, for comparing the two.
+struct Seen {
+    passages: Vec<Vec<Hit>>,
+    dense: Vec<Vec<(String, usize, f64)>>,
+    bm25_top10: Vec<Vec<String>>,
+}
+
+/// The contract, on one place: every check here must hold for every store.
+fn contract(place: &Place, docs: &[Document]) -> Seen {
+    let mut writer = place.writer();
+    for doc in docs {
+        assert_eq!(writer.add(doc.clone()).unwrap(), AddOutcome::Added);
+    }
+    assert_eq!(writer.pending(), docs.len());
+    let mut embedded = 0;
+    let info = writer.commit(&mut |done, _| embedded = done).unwrap();
+    assert_eq!(info.documents, docs.len());
+    assert_eq!(writer.committed_documents(), docs.len());
+    let store = place.store();
+    let counts = store.counts().unwrap();
+    assert_eq!(counts.documents, docs.len());
+    assert_eq!(counts.passages, embedded, "one vector per passage");
+    let generation = store.generation().unwrap();
+    assert!(generation >= 1);
+    assert_eq!(store.dense_meta().unwrap().dim, 384);
+
+    // Fetch by id: every passage, in order, slicing the document text.
+    let passages: Vec<Vec<Hit>> = docs
+        .iter()
+        .map(|d| store.passages(&d.id).unwrap())
+        .collect();
+    for (doc, hits) in docs.iter().zip(&passages) {
+        assert!(!hits.is_empty(), "{}", doc.id);
+        for (n, hit) in hits.iter().enumerate() {
+            assert_eq!((hit.doc_id.as_str(), hit.passage), (doc.id.as_str(), n));
+            assert_eq!(hit.text, doc.text[hit.span.byte_start..hit.span.byte_end]);
+            assert_eq!(hit.title, doc.title);
+        }
+    }
+    assert!(store.passages("no-such-document").unwrap().is_empty());
+
+    // Searches: a document's title finds it first by BM25 and hybrid; a passage's own text
+    // finds that passage first by embedding, with cosine similarity ~1.
+    let mut dense = Vec::new();
+    let mut bm25_top10 = Vec::new();
+    for doc in docs.iter().step_by(7).take(8) {
+        let title = doc.title.as_deref().unwrap();
+        let bm25 = search(&*store, Mode::Bm25, title, 10);
+        assert_eq!(bm25[0].doc_id, doc.id, "BM25 for {title:?}");
+        bm25_top10.push(
+            bm25.iter()
+                .map(|h| format!("{}#{}", h.doc_id, h.passage))
+                .collect(),
+        );
+        let hybrid = search(&*store, Mode::Hybrid, title, 5);
+        assert_eq!(hybrid[0].doc_id, doc.id, "hybrid for {title:?}");
+        assert!(hybrid[0].sources.len() == 2, "both retrievers found it");
+        let first = &store.passages(&doc.id).unwrap()[0];
+        let own = lector_index::docstore::embedding_text(doc.title.as_deref(), &first.text);
+        let nearest = search(&*store, Mode::Dense, &own, 10);
+        assert_eq!(
+            (nearest[0].doc_id.as_str(), nearest[0].passage),
+            (doc.id.as_str(), 0)
+        );
+        assert!(
+            (nearest[0].score - 1.0).abs() < 1e-3,
+            "{}",
+            nearest[0].score
+        );
+        dense.push(
+            nearest
+                .iter()
+                .map(|h| (h.doc_id.clone(), h.passage, h.score))
+                .collect(),
+        );
+    }
+
+    // Replace, keep unchanged, remove; then a new writer sees the same documents as unchanged.
+    drop(writer);
+    let mut writer = place.writer();
+    let mut changed = docs[0].clone();
+    changed.text = "Zebrafish larvae regenerate their fins within days.".into();
+    changed.date = Some("2024-05-01".into());
+    assert_eq!(writer.add(changed.clone()).unwrap(), AddOutcome::Replaced);
+    assert_eq!(writer.add(docs[1].clone()).unwrap(), AddOutcome::Unchanged);
+    assert!(writer.remove(&docs[2].id).unwrap());
+    assert!(!writer.remove("no-such-document").unwrap());
+    writer.commit(&mut |_, _| {}).unwrap();
+    let store = place.store();
+    assert!(store.generation().unwrap() > generation);
+    assert_eq!(store.counts().unwrap().documents, docs.len() - 1);
+    let replaced = store.passages(&docs[0].id).unwrap();
+    assert_eq!(replaced.len(), 1, "the old passages are gone");
+    assert_eq!(replaced[0].text, changed.text);
+    assert_eq!(
+        store.document_date(&docs[0].id).unwrap().as_deref(),
+        Some("2024-05-01")
+    );
+    let found = search(&*store, Mode::Bm25, "zebrafish fins regenerate", 3);
+    assert_eq!(found[0].doc_id, docs[0].id);
+    assert!(store.passages(&docs[2].id).unwrap().is_empty());
+    let title = docs[2].title.as_deref().unwrap();
+    assert!(search(&*store, Mode::Hybrid, title, 20)
+        .iter()
+        .all(|h| h.doc_id != docs[2].id));
+    drop(writer);
+    let mut again = place.writer();
+    for doc in &docs[3..] {
+        assert_eq!(again.add(doc.clone()).unwrap(), AddOutcome::Unchanged);
+    }
+    assert_eq!(again.pending(), 0);
+    Seen {
+        passages,
+        dense,
+        bm25_top10,
+    }
+}
+
+#[test]
+fn the_embedded_index_and_redis_keep_the_same_contract() {
+    let docs = scifact(60);
+    let server = RedisServer::start(&[]);
+    let embedded = contract(&Place::Embedded(tempfile::tempdir().unwrap()), &docs);
+    let redis = contract(
+        &Place::Redis(StoreUrl::parse(&server.url("contract")).unwrap()),
+        &docs,
+    );
+
+    // The same passages, offsets, pages and metadata.
+    assert_eq!(embedded.passages, redis.passages);
+    // The same vectors: the same nearest passages with the same similarities (Redis's HNSW over
+    // a few hundred vectors is exact in practice).
+    for (e, r) in embedded.dense.iter().zip(&redis.dense) {
+        assert_eq!(e.len(), r.len());
+        for (a, b) in e.iter().zip(r) {
+            assert_eq!((&a.0, a.1), (&b.0, b.1));
+            assert!((a.2 - b.2).abs() < 1e-4, "{} vs {}", a.2, b.2);
+        }
+    }
+    // BM25 differs by tokenizer, stopwords and stemmer: report how much the top 10 agree.
+    let overlap: f64 = (embedded.bm25_top10.iter().zip(&redis.bm25_top10))
+        .map(|(e, r)| e.iter().filter(|h| r.contains(h)).count() as f64 / e.len() as f64)
+        .sum::<f64>()
+        / embedded.bm25_top10.len() as f64;
+    eprintln!("BM25 top-10 overlap, embedded vs Redis: {overlap:.2}");
+}
+
+#[test]
+fn redis_refuses_what_it_would_do_differently() {
+    let server = RedisServer::start(&[]);
+    let url = StoreUrl::parse(&server.url("refusals")).unwrap();
+    let mut writer = RedisWriter::open_or_create(
+        &url,
+        &ConnectOptions::default(),
+        IndexSettings::default(),
+        None,
+        VectorType::Float32,
+    )
+    .unwrap();
+    writer.add(scifact(1).remove(0)).unwrap();
+    writer.commit(&mut |_, _| {}).unwrap();
+    let store = RedisStore::open(&url, &ConnectOptions::default()).unwrap();
+    let mut options = SearchOptions::for_index(&store, Mode::Bm25);
+    options.filter = Some(Filter::parse("year >= 2020").unwrap());
+    let err = store.retriever(&options, None).err().unwrap().to_string();
+    assert!(
+        err.contains("filters are not supported on the Redis store"),
+        "{err}"
+    );
+    let mut options = SearchOptions::for_index(&store, Mode::Bm25);
+    options.bm25.k1 = 0.9;
+    let err = store.retriever(&options, None).err().unwrap().to_string();
+    assert!(err.contains("k1 = 1.2 and b = 0.75 only"), "{err}");
+    let options = SearchOptions::for_index(&store, Mode::Dense);
+    let err = store.retriever(&options, None).err().unwrap().to_string();
+    assert!(err.contains("has no passage vectors"), "{err}");
+    let mut settings = IndexSettings::default();
+    settings.bm25.b = 0.4;
+    let other = StoreUrl::parse(&server.url("other")).unwrap();
+    let err = RedisWriter::open_or_create(
+        &other,
+        &ConnectOptions::default(),
+        settings,
+        None,
+        VectorType::Float32,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.contains("cannot be created with k1 = 1.2, b = 0.4"),
+        "{err}"
+    );
+    let missing = StoreUrl::parse(&server.url("missing")).unwrap();
+    let err = RedisStore::open(&missing, &ConnectOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("no lector store at") && err.contains("--store"),
+        "{err}"
+    );
+}

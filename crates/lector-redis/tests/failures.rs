@@ -1,0 +1,270 @@
+//! The Redis store under failure, against a real server killed and restarted by this test (by
+//! the pid it started): a clear error when Redis is down, an error within the timeout when it
+//! goes away mid-request, recovery when it returns, a commit cut short and retried without
+//! duplicates; and credentials and TLS passed through without the password ever shown.
+
+mod common;
+
+use common::{free_port, RedisServer};
+use lector_index::{
+    Document, DocumentStore, Error, IndexSettings, Mode, SearchOptions, StoreWriter,
+};
+use lector_redis::{ConnectOptions, RedisStore, RedisWriter, StoreUrl, VectorType};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn quick() -> ConnectOptions {
+    ConnectOptions {
+        timeout: Duration::from_secs(2),
+        ca_cert: None,
+    }
+}
+
+fn writer(url: &StoreUrl, options: &ConnectOptions) -> RedisWriter {
+    let settings = IndexSettings::default();
+    RedisWriter::open_or_create(url, options, settings, None, VectorType::Float32).unwrap()
+}
+
+fn doc(i: usize) -> Document {
+    Document::new(
+        format!("doc-{i}"),
+        format!(
+            "Document {i} is about topic{} and the number {i}. It has a second sentence.",
+            i % 7
+        ),
+    )
+}
+
+fn bm25(store: &RedisStore, query: &str) -> lector_index::Result<Vec<lector_index::Hit>> {
+    let options = SearchOptions::for_index(store, Mode::Bm25);
+    store.retriever(&options, None)?.retrieve(query, 5)
+}
+
+#[test]
+fn redis_down_at_start_is_an_error_naming_the_url_without_its_password() {
+    let port = free_port();
+    let url = StoreUrl::parse(&format!("redis://app:s3cret-pw@127.0.0.1:{port}/docs")).unwrap();
+    let err = RedisStore::open(&url, &quick()).err().unwrap();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("redis://app:***@127.0.0.1:{port}/docs")),
+        "{text}"
+    );
+    assert!(!text.contains("s3cret-pw") && !format!("{err:?}").contains("s3cret-pw"));
+}
+
+#[test]
+fn a_store_answers_503_material_while_redis_is_gone_and_recovers_when_it_returns() {
+    let mut server = RedisServer::start(&[]);
+    let url = StoreUrl::parse(&server.url("recover")).unwrap();
+    let mut w = writer(&url, &quick());
+    for i in 0..20 {
+        w.add(doc(i)).unwrap();
+    }
+    w.commit(&mut |_, _| {}).unwrap();
+    let store = RedisStore::open(&url, &quick()).unwrap();
+    let before = bm25(&store, "topic3").unwrap();
+    assert!(!before.is_empty());
+
+    server.kill();
+    let start = Instant::now();
+    let err = bm25(&store, "topic3").unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    // Still down: the next request fails the same way (a new connection is refused).
+    assert!(matches!(
+        bm25(&store, "topic3"),
+        Err(Error::Unavailable { .. })
+    ));
+
+    server.restart();
+    let after = bm25(&store, "topic3").expect("the same store reconnects");
+    assert_eq!(after, before, "what was acknowledged survives the restart");
+}
+
+#[test]
+fn a_commit_cut_short_is_retried_without_duplicates() {
+    let mut server = RedisServer::start(&[]);
+    let url = StoreUrl::parse(&server.url("retry")).unwrap();
+    let docs: Vec<Document> = (0..1500).map(doc).collect();
+    let mut w = writer(&url, &quick());
+    for d in &docs {
+        w.add(d.clone()).unwrap();
+    }
+    // Kill Redis as soon as the first transaction of the commit has landed.
+    let watcher = RedisStore::open(&url, &quick()).unwrap();
+    let pid = server.pid();
+    let killer = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if watcher.counts().is_ok_and(|c| c.documents > 0) {
+                Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status()
+                    .unwrap();
+                return true;
+            }
+        }
+        false
+    });
+    let first = w.commit(&mut |_, _| {});
+    assert!(killer.join().unwrap(), "the commit wrote something");
+    server.restart();
+    match first {
+        Err(err) => {
+            assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+            eprintln!("commit cut short: {err}");
+            assert_eq!(
+                w.pending(),
+                docs.len(),
+                "a failed commit keeps what it staged"
+            );
+            w.commit(&mut |_, _| {}).expect("the retry succeeds");
+        }
+        Ok(_) => eprintln!("the commit finished before Redis was killed"),
+    }
+    let store = RedisStore::open(&url, &quick()).unwrap();
+    let counts = store.counts().unwrap();
+    assert_eq!(counts.documents, docs.len());
+    let passages: usize = (docs.iter())
+        .map(|d| lector_index::docstore::passages_of(d, IndexSettings::default().chunking).len())
+        .sum();
+    assert_eq!(counts.passages, passages, "no passage twice");
+    let hits = bm25(&store, "number 1234").unwrap();
+    assert_eq!(hits[0].doc_id, "doc-1234");
+}
+
+#[test]
+fn passwords_and_tls_pass_through_and_the_password_is_never_shown() {
+    let server = RedisServer::start(&["--requirepass", "s3cret-pw"]);
+    let wrong =
+        StoreUrl::parse(&format!("redis://:wrong-pw@127.0.0.1:{}/auth", server.port)).unwrap();
+    let err = RedisWriter::open_or_create(
+        &wrong,
+        &quick(),
+        IndexSettings::default(),
+        None,
+        VectorType::Float32,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(
+        err.contains("redis://:***@127.0.0.1") && !err.contains("wrong-pw"),
+        "{err}"
+    );
+    let right = StoreUrl::parse(&format!(
+        "redis://default:s3cret-pw@127.0.0.1:{}/auth",
+        server.port
+    ))
+    .unwrap();
+    let mut w = writer(&right, &quick());
+    w.add(doc(1)).unwrap();
+    w.commit(&mut |_, _| {}).unwrap();
+    let store = RedisStore::open(&right, &quick()).unwrap();
+    assert_eq!(
+        store.location(),
+        format!("redis://default:***@127.0.0.1:{}/auth", server.port)
+    );
+
+    // TLS with a private certificate authority.
+    let certs = tempfile::tempdir().unwrap();
+    let path = |name: &str| certs.path().join(name).to_string_lossy().into_owned();
+    let openssl = |args: &[&str]| {
+        let ok = Command::new("openssl").args(args).output().unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=lector test CA",
+        "-keyout",
+        &path("ca.key"),
+        "-out",
+        &path("ca.pem"),
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        &path("server.key"),
+        "-out",
+        &path("server.csr"),
+    ]);
+    std::fs::write(path("san.ext"), "subjectAltName=DNS:localhost\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &path("server.csr"),
+        "-CA",
+        &path("ca.pem"),
+        "-CAkey",
+        &path("ca.key"),
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        &path("san.ext"),
+        "-out",
+        &path("server.pem"),
+    ]);
+    let tls = RedisServer::start_tls(&[
+        "--tls-cert-file",
+        &path("server.pem"),
+        "--tls-key-file",
+        &path("server.key"),
+        "--tls-ca-cert-file",
+        &path("ca.pem"),
+        "--tls-auth-clients",
+        "no",
+        "--requirepass",
+        "s3cret-pw",
+    ]);
+    let url = StoreUrl::parse(&format!(
+        "rediss://default:s3cret-pw@localhost:{}/tls",
+        tls.port
+    ))
+    .unwrap();
+    let trusted = ConnectOptions {
+        ca_cert: Some(path("ca.pem").into()),
+        ..quick()
+    };
+    let mut w = RedisWriter::open_or_create(
+        &url,
+        &trusted,
+        IndexSettings::default(),
+        None,
+        VectorType::Float32,
+    )
+    .unwrap();
+    w.add(doc(2)).unwrap();
+    w.commit(&mut |_, _| {}).unwrap();
+    let store = RedisStore::open(&url, &trusted).unwrap();
+    assert_eq!(bm25(&store, "number 2").unwrap()[0].doc_id, "doc-2");
+    // Without the private authority the server's certificate is refused.
+    let err = RedisStore::open(&url, &quick()).err().unwrap().to_string();
+    assert!(
+        err.contains("rediss://default:***@localhost") && !err.contains("s3cret-pw"),
+        "{err}"
+    );
+}

@@ -156,6 +156,8 @@ fn parse_field(text: &str) -> Result<(String, serde_json::Value), String> {
 pub struct StatsArgs {
     #[command(flatten)]
     dir: IndexDir,
+    #[command(flatten)]
+    store: StoreArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -168,6 +170,8 @@ pub struct RmArgs {
     ids: Vec<String>,
     #[command(flatten)]
     dir: IndexDir,
+    #[command(flatten)]
+    store: StoreArgs,
 }
 
 #[derive(Args)]
@@ -438,6 +442,9 @@ fn report_add(
 }
 
 fn stats(args: StatsArgs) -> Result<()> {
+    if let Some((url, connect)) = args.store.store(args.dir.given())? {
+        return store_stats(&RedisStore::open(&url, &connect)?, args.json);
+    }
     let dir = args.dir.path();
     let stats = Index::open(&dir)?.stats();
     if args.json {
@@ -497,12 +504,54 @@ fn stats(args: StatsArgs) -> Result<()> {
     Ok(())
 }
 
+/// `index stats --store URL`: what the store records and Redis reports.
+fn store_stats(store: &RedisStore, json: bool) -> Result<()> {
+    let counts = store.counts()?;
+    let settings = store.settings();
+    let out = json!({
+        "store": store.location(), "generation": store.generation()?,
+        "documents": counts.documents, "passages": counts.passages,
+        "settings": settings, "dense": store.dense_meta(),
+        "vector_type": format!("{:?}", store.vector_type()).to_lowercase(),
+        "redis_used_memory": store.used_memory()?,
+    });
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = (out.as_object().expect("an object").iter())
+        .map(|(k, v)| {
+            vec![
+                k.replace('_', " "),
+                v.to_string().trim_matches('"').to_string(),
+            ]
+        })
+        .collect();
+    print_table(&["property", "value"], &rows);
+    Ok(())
+}
+
 fn rm(args: RmArgs) -> Result<()> {
-    let dir = args.dir.path();
-    let mut writer =
-        IndexWriter::open(&dir).with_context(|| format!("cannot remove from {}", dir.display()))?;
-    let missing: Vec<&String> = args.ids.iter().filter(|id| !writer.remove(id)).collect();
-    let info = writer.commit()?;
+    let (mut writer, place): (Box<dyn StoreWriter>, String) =
+        match args.store.store(args.dir.given())? {
+            Some((url, connect)) => (
+                Box::new(RedisWriter::open(&url, &connect)?),
+                url.to_string(),
+            ),
+            None => {
+                let dir = args.dir.path();
+                let writer = IndexWriter::open(&dir)
+                    .with_context(|| format!("cannot remove from {}", dir.display()))?;
+                (Box::new(writer), dir.display().to_string())
+            }
+        };
+    let mut missing = Vec::new();
+    for id in &args.ids {
+        if !writer.remove(id)? {
+            missing.push(id);
+        }
+    }
+    let info = writer.commit(&mut |_, _| {})?;
     if !missing.is_empty() {
         eprintln!(
             "warning: {} ids are not in the index: {:?}",
@@ -513,7 +562,7 @@ fn rm(args: RmArgs) -> Result<()> {
     println!(
         "removed {}; index {}: {} documents (generation {})",
         args.ids.len() - missing.len(),
-        dir.display(),
+        place,
         info.documents,
         info.generation
     );

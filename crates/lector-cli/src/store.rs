@@ -53,10 +53,15 @@ impl StoreArgs {
     }
 }
 
+/// Whether `path` is a store URL (`redis://`, `rediss://`) rather than a directory.
+pub fn is_url(path: &std::path::Path) -> bool {
+    path.to_str().is_some_and(lector_redis::is_store_url)
+}
+
 /// The Redis store `path` names when it is a store URL (`redis://`, `rediss://`), for the
 /// commands whose `--index` also takes one.
 pub fn open_if_url(path: &std::path::Path) -> Result<Option<RedisStore>> {
-    match path.to_str().filter(|p| lector_redis::is_store_url(p)) {
+    match path.to_str().filter(|_| is_url(path)) {
         Some(text) => {
             let url = StoreUrl::parse(text)?;
             Ok(Some(RedisStore::open(&url, &ConnectOptions::default())?))

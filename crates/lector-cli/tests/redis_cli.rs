@@ -107,6 +107,53 @@ fn a_redis_store_answers_like_the_embedded_index_and_fails_clearly_without_redis
     ])));
     assert!(recall.to_string().contains("recall"), "{recall}");
 
+    // End-to-end evaluation over the store: the same questions, passages and answers.
+    let odqa = |place: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "odqa",
+            "--questions",
+            &data,
+            "--limit",
+            "12",
+            "--mode",
+            "dense",
+            "--json",
+        ];
+        args.extend_from_slice(place);
+        let mut out = json(&ok(&lector(&args)));
+        for timing in ["seconds", "mean_timings_ms"] {
+            out.as_object_mut().unwrap().remove(timing);
+        }
+        out
+    };
+    let through_redis = odqa(&["--store", &store]);
+    assert_eq!(through_redis["questions"], 12);
+    assert_eq!(through_redis, odqa(&["--index", &index]));
+
+    // Stats and removal through the store.
+    let stats = |place: &[&str]| {
+        let mut args = vec!["index", "stats", "--json"];
+        args.extend_from_slice(place);
+        json(&ok(&lector(&args)))
+    };
+    let before = stats(&["--store", &store]);
+    assert_eq!(before["documents"], added["documents"]);
+    assert_eq!(before["dense"]["dim"], 384);
+    ok(&lector(&[
+        "index",
+        "rm",
+        "Super_Bowl_50#0",
+        "--store",
+        &store,
+    ]));
+    let after = stats(&["--store", &store]);
+    assert_eq!(
+        after["documents"].as_u64().unwrap() + 1,
+        before["documents"].as_u64().unwrap()
+    );
+    assert!(after["generation"].as_u64() > before["generation"].as_u64());
+
     // Redis gone: a clear error naming the store, exit code 2, no hang.
     server.kill();
     let err = fails(&lector(&["ask", question, "--store", &store]));

@@ -8,8 +8,9 @@
 //! # Layout in Redis, for a store named `NAME`
 //!
 //! - `NAME:p:ID#N`: a hash per passage N of document ID, with the fields a hit needs (`doc`,
-//!   `n`, `title`, `text`, offsets, `page`, `section`, `meta`), `body` (the text BM25 indexes: title,
-//!   headings and passage, as the embedded index analyses them) and, in a dense store, `vec`;
+//!   `n`, `title`, `text`, offsets, `page`, `section`, `meta`), `body` (the terms BM25 indexes:
+//!   title, headings and passage analysed by lector, stemmed and without stopwords, indexed by
+//!   Redis as they are) and, in a dense store, `vec`;
 //! - `NAME:d:ID`: a hash per document (`hash`: its content digest, `passages`, `date`);
 //! - `NAME:docs`: the set of document ids; `NAME:lector`: the store's settings and generation;
 //! - the search index `NAME` over the `NAME:p:` hashes.
@@ -20,9 +21,10 @@
 //!
 //! # What differs from the embedded index
 //!
-//! Redis tokenises and stems with its own analyser (Snowball English, its own stopword list) and
-//! scores with its BM25 (k1 = 1.2, b = 0.75, fixed: other values are refused); its HNSW is
-//! approximate even where the embedded index scans exactly. Filters and per-query BM25
+//! lector analyses passages and queries itself (tokenizer, stopwords, stemmer) and Redis indexes
+//! the resulting terms unstemmed, so both stores count the same terms; Redis scores them with its
+//! BM25 (`BM25STD`, k1 = 1.2, b = 0.75 fixed: other values are refused). Its HNSW is approximate
+//! even where the embedded index scans exactly. Filters and per-query BM25
 //! parameters are refused with a clear error rather than applied differently. README and
 //! BENCHMARKS.md measure the ranking difference on BEIR SciFact.
 //!
@@ -36,6 +38,7 @@ mod writer;
 pub use url::{is_store_url, StoreUrl, UrlError};
 pub use writer::{RedisWriter, DOCS_PER_TRANSACTION};
 
+use lector_index::analysis::Analyzer;
 use lector_index::{
     DenseMeta, DocumentStore, Embedder, Error, Hit, IndexSettings, Result, Retriever,
     SearchOptions, StoreCounts,
@@ -195,7 +198,7 @@ impl Link {
     }
 
     fn failure(&self, err: &redis::RedisError) -> Error {
-        if is_connection_failure(err) {
+        if is_connection_failure(err) || is_passing(err) {
             Error::Unavailable {
                 location: self.url.to_string(),
                 reason: err.to_string(),
@@ -219,6 +222,47 @@ impl Link {
     }
 }
 
+/// `text` as the terms lector's analyser makes of it (its tokenizer, stopwords and stemmer), each
+/// with every character RediSearch would split on replaced by `_`: the store indexes these terms
+/// and queries with them, so Redis counts exactly the terms the embedded index counts, and no
+/// query syntax reaches it.
+pub(crate) fn redis_terms(analyzer: &Analyzer, text: &str) -> Vec<String> {
+    (analyzer.terms(text).into_iter())
+        .map(|term| {
+            term.chars()
+                .map(|c| {
+                    if c.is_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn no_store(url: &StoreUrl) -> Error {
+    Error::Config(format!(
+        "no lector store at {url} (create one with `lector index add PATH --store {url}`)"
+    ))
+}
+
+/// A server that cannot answer yet, but will: loading its data (a replica's first sync, a
+/// restart), or a primary or cluster in failover.
+fn is_passing(err: &redis::RedisError) -> bool {
+    use redis::{ErrorKind, ServerErrorKind};
+    matches!(
+        err.kind(),
+        ErrorKind::Server(
+            ServerErrorKind::BusyLoading
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+        )
+    )
+}
+
 fn is_connection_failure(err: &redis::RedisError) -> bool {
     err.is_io_error()
         || err.is_timeout()
@@ -232,6 +276,7 @@ fn is_connection_failure(err: &redis::RedisError) -> bool {
 pub struct RedisStore {
     link: Link,
     meta: StoreMeta,
+    analyzer: Analyzer,
 }
 
 impl RedisStore {
@@ -240,12 +285,13 @@ impl RedisStore {
     /// when there is none of that name.
     pub fn open(url: &StoreUrl, options: &ConnectOptions) -> Result<RedisStore> {
         let link = Link::open(url, options)?;
-        let meta = writer::read_meta(&link)?.ok_or_else(|| {
-            Error::Config(format!(
-                "no lector store at {url} (create one with `lector index add PATH --store {url}`)"
-            ))
-        })?;
-        Ok(RedisStore { link, meta })
+        let meta = writer::read_meta(&link)?.ok_or_else(|| no_store(url))?;
+        let analyzer = Analyzer::new(meta.settings.analyzer);
+        Ok(RedisStore {
+            link,
+            meta,
+            analyzer,
+        })
     }
 
     /// The store's URL (its Display hides the password).

@@ -2,7 +2,7 @@
 
 use crate::writer::{document_key, passage_key};
 use crate::RedisStore;
-use lector_index::analysis::ENGLISH_STOPWORDS;
+use lector_index::analysis::Analyzer;
 use lector_index::{
     Bm25Params, Embedder, Error, Hit, HybridRetriever, Mode, Result, Retriever, RetrieverKind,
     SearchOptions, Source, Span, DEFAULT_EF,
@@ -60,8 +60,7 @@ impl Retriever for Bm25<'_> {
     }
 
     fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let stopwords = self.store.meta.settings.analyzer.stopwords;
-        let Some(terms) = any_of_terms(query, stopwords) else {
+        let Some(terms) = any_of_terms(&self.store.analyzer, query) else {
             return Ok(Vec::new());
         };
         let mut cmd = redis::cmd("FT.SEARCH");
@@ -78,24 +77,13 @@ impl Retriever for Bm25<'_> {
     }
 }
 
-/// A query's words as a RediSearch union (`a|b|c`), so that a passage matching any of them is
-/// scored (BM25's OR semantics; RediSearch intersects bare words). Words are letters and digits
-/// only, so nothing in them is query syntax. Stopwords are left out here: in RediSearch 2.10 a
-/// stopword inside a union drops the words after it, and a long union with several crashed the
-/// server. A repeated word stays repeated (it counts twice, as in the embedded index). `None`
-/// for a query without words.
-fn any_of_terms(query: &str, drop_stopwords: bool) -> Option<String> {
-    let apostrophe = |c: char| c == '\'' || c == '\u{2019}';
-    let words: Vec<String> = query
-        .split(|c: char| !(c.is_alphanumeric() || apostrophe(c)))
-        // "Peyton's" -> "peyton", as both analysers drop the possessive.
-        .map(|w| (w.strip_suffix("'s").or_else(|| w.strip_suffix("\u{2019}s"))).unwrap_or(w))
-        .flat_map(|w| w.split(apostrophe))
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .filter(|w| !(drop_stopwords && ENGLISH_STOPWORDS.contains(&w.as_str())))
-        .collect();
-    (!words.is_empty()).then(|| words.join("|"))
+/// A query's terms, analysed as the embedded index analyses text ([`crate::redis_terms`]), as a
+/// RediSearch union (`a|b|c`): a passage matching any of them is scored, as in BM25 (RediSearch
+/// intersects bare words). A repeated term stays repeated (it counts twice, as in the embedded
+/// index). `None` for a query without terms.
+fn any_of_terms(analyzer: &Analyzer, query: &str) -> Option<String> {
+    let terms = crate::redis_terms(analyzer, query);
+    (!terms.is_empty()).then(|| terms.join("|"))
 }
 
 /// KNN by Redis's HNSW over the passage vectors; the score is the cosine similarity.
@@ -335,15 +323,20 @@ pub(crate) fn document_passages(store: &RedisStore, id: &str) -> Result<Vec<Hit>
 #[cfg(test)]
 mod tests {
     use super::any_of_terms;
+    use lector_index::analysis::{Analyzer, AnalyzerConfig};
 
     #[test]
-    fn queries_become_unions_of_words_without_stopwords_or_syntax() {
+    fn queries_become_unions_of_analysed_terms_without_query_syntax() {
+        let analyzer = Analyzer::new(AnalyzerConfig::default());
         assert_eq!(
-            any_of_terms("In the 10th week, what was Peyton's injury? -(x)|@y", true).as_deref(),
-            Some("10th|week|what|peyton|injury|x|y")
+            any_of_terms(
+                &analyzer,
+                "In the 10th week, what were Peyton's injuries? -(x)|@y 3.5"
+            )
+            .as_deref(),
+            Some("10th|week|what|were|peyton|injuri|x|y|3_5")
         );
-        assert_eq!(any_of_terms("the the", false).as_deref(), Some("the|the"));
-        assert_eq!(any_of_terms("the of", true), None);
-        assert_eq!(any_of_terms("?!", true), None);
+        assert_eq!(any_of_terms(&analyzer, "the of"), None);
+        assert_eq!(any_of_terms(&analyzer, "?!"), None);
     }
 }

@@ -1,10 +1,10 @@
 //! Creating a store and writing documents to it.
 
 use crate::{ConnectOptions, Link, StoreMeta, StoreUrl, VectorType, FORMAT};
-use lector_index::analysis::ENGLISH_STOPWORDS;
+use lector_index::analysis::Analyzer;
 use lector_index::docstore::{embedding_text, passages_of, Passage};
 use lector_index::{
-    AddOutcome, CommitInfo, DenseMeta, Document, Embedder, Error, IndexSettings, Result, Stemmer,
+    AddOutcome, CommitInfo, DenseMeta, Document, Embedder, Error, IndexSettings, Result,
     StoreWriter,
 };
 use std::collections::{HashMap, HashSet};
@@ -27,6 +27,7 @@ struct Prepared {
 pub struct RedisWriter {
     link: Link,
     meta: StoreMeta,
+    analyzer: Analyzer,
     embedder: Option<Arc<dyn Embedder>>,
     staged: Vec<Document>,
     staged_ids: HashMap<String, usize>,
@@ -60,10 +61,23 @@ impl RedisWriter {
             }
             _ => {}
         }
+        Self::with(link, meta, embedder)
+    }
+
+    /// Opens the existing store at `url` for writing without an embedder: enough to remove
+    /// documents (adding to a dense store needs [`RedisWriter::open_or_create`] with its embedder).
+    pub fn open(url: &StoreUrl, options: &ConnectOptions) -> Result<RedisWriter> {
+        let link = Link::open(url, options)?;
+        let meta = read_meta(&link)?.ok_or_else(|| crate::no_store(url))?;
+        Self::with(link, meta, None)
+    }
+
+    fn with(link: Link, meta: StoreMeta, embedder: Option<Arc<dyn Embedder>>) -> Result<Self> {
         let docs = link.key("docs");
         let committed = link.run(|c| redis::cmd("SCARD").arg(&docs).query(c))?;
         Ok(RedisWriter {
             link,
+            analyzer: Analyzer::new(meta.settings.analyzer),
             meta,
             embedder,
             staged: Vec::new(),
@@ -94,7 +108,7 @@ impl RedisWriter {
         let chunked: Vec<Vec<Passage>> = (self.staged.iter())
             .map(|doc| passages_of(doc, self.meta.settings.chunking))
             .collect();
-        let Some(dense) = &self.meta.dense else {
+        let Some(dense) = self.meta.dense.as_ref().filter(|_| !self.staged.is_empty()) else {
             return Ok(chunked
                 .into_iter()
                 .map(|passages| Prepared {
@@ -191,7 +205,8 @@ impl RedisWriter {
             {
                 let key = passage_key(&self.link, &doc.id, passage.n);
                 let hset = pipe.cmd("HSET").arg(key);
-                for (field, value) in passage_fields(doc, passage) {
+                let body = crate::redis_terms(&self.analyzer, &passage.searchable).join(" ");
+                for (field, value) in passage_fields(doc, passage, &body) {
                     hset.arg(field).arg(value);
                 }
                 if let Some(vector) = vector {
@@ -319,12 +334,12 @@ impl StoreWriter for RedisWriter {
 }
 
 /// The fields of a passage's hash, but its vector.
-fn passage_fields(doc: &Document, passage: &Passage) -> Vec<(&'static str, String)> {
+fn passage_fields(doc: &Document, passage: &Passage, body: &str) -> Vec<(&'static str, String)> {
     let mut fields = vec![
         ("doc", doc.id.clone()),
         ("n", passage.n.to_string()),
         ("text", passage.text.clone()),
-        ("body", passage.searchable.clone()),
+        ("body", body.to_string()),
         ("bs", passage.span.byte_start.to_string()),
         ("be", passage.span.byte_end.to_string()),
         ("cs", passage.span.char_start.to_string()),
@@ -372,20 +387,14 @@ fn create(
         .arg(link.key("p:"))
         .arg("LANGUAGE")
         .arg("english");
-    // The embedded index's stopwords (Lucene's English list), named rather than left to Redis's
-    // default, which could change between versions.
-    let stopwords: &[&str] = match settings.analyzer.stopwords {
-        true => &ENGLISH_STOPWORDS,
-        false => &[],
-    };
-    create.arg("STOPWORDS").arg(stopwords.len());
-    for word in stopwords {
-        create.arg(*word);
-    }
-    create.arg("SCHEMA").arg("body").arg("TEXT");
-    if settings.analyzer.stemmer == Stemmer::None {
-        create.arg("NOSTEM");
-    }
+    // lector removes stopwords and stems before Redis sees a term (`redis_terms`).
+    create
+        .arg("STOPWORDS")
+        .arg(0)
+        .arg("SCHEMA")
+        .arg("body")
+        .arg("TEXT")
+        .arg("NOSTEM");
     if let Some(embedder) = embedder {
         create
             .arg("vec")

@@ -3,14 +3,15 @@
 
 use super::{write_jsonl, OutputArgs};
 use crate::ask::open_pipeline;
-use crate::search::{RerankOptions, RetrievalOptions};
+use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lector_eval::squad::{self, Dataset};
+use lector_index::{DocumentStore, SearchOptions};
 use lector_pipeline::odqa::{self, OdqaResults};
-use lector_pipeline::{AskOptions, Built, Stage};
+use lector_pipeline::{AskOptions, Built, Pipeline, Stage};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,8 +31,9 @@ pub struct OdqaArgs {
     #[arg(long, requires = "index")]
     questions: Option<PathBuf>,
     /// Index directory. With --squad the paragraphs are added there (kept afterwards) instead
-    /// of a temporary directory; with --questions it must already hold the corpus.
-    #[arg(long)]
+    /// of a temporary directory; with --questions it must already hold the corpus, and may be a
+    /// Redis store (`--store redis://HOST:PORT/NAME`).
+    #[arg(long, visible_alias = "store")]
     index: Option<PathBuf>,
     /// Retrieval options (with --squad, dense and hybrid embed the paragraphs).
     #[command(flatten)]
@@ -74,6 +76,9 @@ pub struct OdqaArgs {
 pub fn run(args: &OdqaArgs) -> Result<()> {
     let mut withheld = 0;
     let (dataset, source, _temp) = match (&args.squad, &args.questions) {
+        (Some(_), _) if args.index.as_deref().is_some_and(crate::store::is_url) => {
+            bail!("--squad builds an index directory; to evaluate a Redis store, add the paragraphs with `lector index add DATA.json --store URL` and give --questions DATA.json --store URL")
+        }
         (Some(path), _) => {
             let (dataset, changed, titles) =
                 squad_with_withheld(path, args.limit, args.withhold_every)?;
@@ -96,14 +101,42 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         .as_ref()
         .or(args.questions.as_ref())
         .expect("one input");
-    let Built {
-        pipeline, search, ..
-    } = open_pipeline(
-        &source,
-        args.model.as_deref(),
-        &args.retrieval,
-        &args.rerank,
-    )?;
+    match crate::store::open_if_url(&source)? {
+        Some(store) => {
+            let config = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
+            let built = config.build_over(store, None, &notify)?;
+            evaluate(
+                args,
+                &built.pipeline,
+                built.search,
+                dataset,
+                withheld,
+                input,
+            )
+        }
+        None => {
+            let Built {
+                pipeline, search, ..
+            } = open_pipeline(
+                &source,
+                args.model.as_deref(),
+                &args.retrieval,
+                &args.rerank,
+            )?;
+            evaluate(args, &pipeline, search, dataset, withheld, input)
+        }
+    }
+}
+
+/// Asks every question of `dataset` through `pipeline` and reports the results.
+fn evaluate<S: DocumentStore>(
+    args: &OdqaArgs,
+    pipeline: &Pipeline<S>,
+    search: SearchOptions,
+    dataset: Dataset,
+    withheld: usize,
+    input: &Path,
+) -> Result<()> {
     let options = AskOptions {
         search: Some(search),
         k: args.k,
@@ -114,7 +147,7 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
     };
     let bar = progress_bar(0);
     let mut results = odqa::evaluate(
-        &pipeline,
+        pipeline,
         dataset,
         &options,
         args.squad.is_some(),

@@ -19,6 +19,18 @@ pub trait Embedder: Send + Sync {
     }
 }
 
+/// `query`'s vector, by `embedder`.
+pub fn embed_query(embedder: &dyn Embedder, query: &str) -> crate::Result<Vec<f32>> {
+    let mut embedded = embedder.embed(&[query]).map_err(crate::Error::Embed)?;
+    match embedded.pop() {
+        Some(vector) if embedded.is_empty() => Ok(vector),
+        _ => Err(crate::Error::Embed(format!(
+            "the embedder `{}` did not return one vector for the query",
+            embedder.model()
+        ))),
+    }
+}
+
 /// The text embedded for a passage: the document title (a passage alone often omits its topic,
 /// as BM25 indexes the title with every passage) and the passage, joined by a space as BEIR does.
 pub(crate) fn passage_text(title: Option<&str>, passage: &str) -> String {

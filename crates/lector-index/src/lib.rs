@@ -65,7 +65,7 @@ pub use bm25::Bm25Params;
 pub use dense::HNSW_MIN_VECTORS;
 pub use docstore::{DocumentStore, StoreCounts, StoreWriter};
 pub use document::Document;
-pub use embed::Embedder;
+pub use embed::{embed_query, Embedder};
 pub use error::{Error, Result};
 pub use file_layer::{rename_durably, sync_dir, write_durably};
 pub use filter::{Filter, FilterError};

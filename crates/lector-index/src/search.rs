@@ -160,12 +160,9 @@ impl Retriever for DenseRetriever<'_> {
     }
 
     fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let embedded = self.embedder.embed(&[query]).map_err(Error::Embed)?;
-        let Some(vector) = embedded.first() else {
-            return Err(Error::Embed("the embedder returned no vector".into()));
-        };
+        let vector = crate::embed::embed_query(self.embedder, query)?;
         Ok(self
-            .nearest(vector, k)
+            .nearest(&vector, k)
             .into_iter()
             .enumerate()
             .map(|(i, (v, s, p))| self.index.hit(RetrieverKind::Dense, v, s, p, i + 1))

@@ -128,11 +128,8 @@ impl Retriever for Knn<'_> {
     }
 
     fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let embedded = self.embedder.embed(&[query]).map_err(Error::Embed)?;
-        let Some(vector) = embedded.first() else {
-            return Err(Error::Embed("the embedder returned no vector".into()));
-        };
-        let blob = self.store.meta.vector_type.bytes(vector);
+        let vector = lector_index::embed_query(self.embedder, query)?;
+        let blob = self.store.meta.vector_type.bytes(&vector);
         let mut cmd = redis::cmd("FT.SEARCH");
         cmd.arg(self.store.url().name())
             .arg("*=>[KNN $k @vec $v EF_RUNTIME $ef AS dist]")

@@ -226,14 +226,8 @@ fn the_embedded_index_and_redis_keep_the_same_contract() {
 fn redis_refuses_what_it_would_do_differently() {
     let server = RedisServer::start(&[]);
     let url = StoreUrl::parse(&server.url("refusals")).unwrap();
-    let mut writer = RedisWriter::open_or_create(
-        &url,
-        &ConnectOptions::default(),
-        IndexSettings::default(),
-        None,
-        VectorType::Float32,
-    )
-    .unwrap();
+    let mut writer =
+        common::bm25_writer(&url, &ConnectOptions::default(), IndexSettings::default()).unwrap();
     writer.add(scifact(1).remove(0)).unwrap();
     writer.commit(&mut |_, _| {}).unwrap();
     let store = RedisStore::open(&url, &ConnectOptions::default()).unwrap();
@@ -254,16 +248,10 @@ fn redis_refuses_what_it_would_do_differently() {
     let mut settings = IndexSettings::default();
     settings.bm25.b = 0.4;
     let other = StoreUrl::parse(&server.url("other")).unwrap();
-    let err = RedisWriter::open_or_create(
-        &other,
-        &ConnectOptions::default(),
-        settings,
-        None,
-        VectorType::Float32,
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    let err = common::bm25_writer(&other, &ConnectOptions::default(), settings)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         err.contains("cannot be created with k1 = 1.2, b = 0.4"),
         "{err}"

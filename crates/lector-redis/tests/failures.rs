@@ -9,7 +9,7 @@ use common::{free_port, RedisServer};
 use lector_index::{
     Document, DocumentStore, Error, IndexSettings, Mode, SearchOptions, StoreWriter,
 };
-use lector_redis::{ConnectOptions, RedisStore, RedisWriter, StoreUrl, VectorType};
+use lector_redis::{ConnectOptions, RedisStore, RedisWriter, StoreUrl};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ fn quick() -> ConnectOptions {
 
 fn writer(url: &StoreUrl, options: &ConnectOptions) -> RedisWriter {
     let settings = IndexSettings::default();
-    RedisWriter::open_or_create(url, options, settings, None, VectorType::Float32).unwrap()
+    common::bm25_writer(url, options, settings).unwrap()
 }
 
 fn doc(i: usize) -> Document {
@@ -144,16 +144,10 @@ fn passwords_and_tls_pass_through_and_the_password_is_never_shown() {
     let server = RedisServer::start(&["--requirepass", "s3cret-pw"]);
     let wrong =
         StoreUrl::parse(&format!("redis://:wrong-pw@127.0.0.1:{}/auth", server.port)).unwrap();
-    let err = RedisWriter::open_or_create(
-        &wrong,
-        &quick(),
-        IndexSettings::default(),
-        None,
-        VectorType::Float32,
-    )
-    .err()
-    .unwrap()
-    .to_string();
+    let err = common::bm25_writer(&wrong, &quick(), IndexSettings::default())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         err.contains("redis://:***@127.0.0.1") && !err.contains("wrong-pw"),
         "{err}"
@@ -249,14 +243,7 @@ fn passwords_and_tls_pass_through_and_the_password_is_never_shown() {
         ca_cert: Some(path("ca.pem").into()),
         ..quick()
     };
-    let mut w = RedisWriter::open_or_create(
-        &url,
-        &trusted,
-        IndexSettings::default(),
-        None,
-        VectorType::Float32,
-    )
-    .unwrap();
+    let mut w = common::bm25_writer(&url, &trusted, IndexSettings::default()).unwrap();
     w.add(doc(2)).unwrap();
     w.commit(&mut |_, _| {}).unwrap();
     let store = RedisStore::open(&url, &trusted).unwrap();

@@ -6,7 +6,7 @@ mod common;
 
 use common::RedisServer;
 use lector_index::{Document, DocumentStore, IndexSettings, Mode, SearchOptions, StoreWriter};
-use lector_redis::{ConnectOptions, RedisStore, RedisWriter, StoreUrl, VectorType};
+use lector_redis::{ConnectOptions, RedisStore, StoreUrl};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -17,14 +17,7 @@ fn writes_to_the_primary_are_found_on_the_replica() {
     let write_url = StoreUrl::parse(&primary.url("docs")).unwrap();
     let read_url = StoreUrl::parse(&replica.url("docs")).unwrap();
     let connect = ConnectOptions::default();
-    let mut writer = RedisWriter::open_or_create(
-        &write_url,
-        &connect,
-        IndexSettings::default(),
-        None,
-        VectorType::Float32,
-    )
-    .unwrap();
+    let mut writer = common::bm25_writer(&write_url, &connect, IndexSettings::default()).unwrap();
     writer
         .add(Document::new(
             "first",
@@ -44,12 +37,10 @@ fn writes_to_the_primary_are_found_on_the_replica() {
         }
     };
     // A replica refuses writes: lector's writer must point at the primary.
-    let err = RedisWriter::open_or_create(
+    let err = common::bm25_writer(
         &StoreUrl::parse(&replica.url("other")).unwrap(),
         &connect,
         IndexSettings::default(),
-        None,
-        VectorType::Float32,
     )
     .err()
     .unwrap()

@@ -3,8 +3,9 @@
 
 #![allow(dead_code)]
 
-use lector_index::Embedder;
+use lector_index::{Embedder, IndexSettings};
 use lector_models::SentenceEmbedder;
+use lector_redis::{ConnectOptions, RedisWriter, StoreUrl, VectorType};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -162,4 +163,13 @@ impl Embedder for Named {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         self.0.embed(texts).map_err(|e| e.to_string())
     }
+}
+
+/// A writer of the store at `url` without vectors, creating it with `settings` if it is new.
+pub fn bm25_writer(
+    url: &StoreUrl,
+    connect: &ConnectOptions,
+    settings: IndexSettings,
+) -> lector_index::Result<RedisWriter> {
+    RedisWriter::open_or_create(url, connect, settings, None, VectorType::Float32)
 }

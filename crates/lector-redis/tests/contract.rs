@@ -266,3 +266,42 @@ fn redis_refuses_what_it_would_do_differently() {
         "{err}"
     );
 }
+
+#[test]
+fn float16_vectors_find_the_same_nearest_passages() {
+    let docs = scifact(40);
+    let server = RedisServer::start(&[]);
+    let mut stores = Vec::new();
+    for (name, vector_type) in [("f32", VectorType::Float32), ("f16", VectorType::Float16)] {
+        let url = StoreUrl::parse(&server.url(name)).unwrap();
+        let connect = ConnectOptions::default();
+        let settings = IndexSettings::default();
+        let mut writer =
+            RedisWriter::open_or_create(&url, &connect, settings, Some(embedder()), vector_type)
+                .unwrap();
+        for doc in &docs {
+            writer.add(doc.clone()).unwrap();
+        }
+        writer.commit(&mut |_, _| {}).unwrap();
+        stores.push(RedisStore::open(&url, &connect).unwrap());
+    }
+    assert_eq!(stores[1].vector_type(), VectorType::Float16);
+    for doc in docs.iter().step_by(5) {
+        let title = doc.title.as_deref().unwrap();
+        let [full, half] = [&stores[0], &stores[1]].map(|s| search(s, Mode::Dense, title, 5));
+        let ids = |hits: &[Hit]| -> Vec<(String, usize)> {
+            hits.iter().map(|h| (h.doc_id.clone(), h.passage)).collect()
+        };
+        assert_eq!(ids(&full)[0], ids(&half)[0], "{title}");
+        for (a, b) in full.iter().zip(&half) {
+            if (a.doc_id.as_str(), a.passage) == (b.doc_id.as_str(), b.passage) {
+                assert!(
+                    (a.score - b.score).abs() < 2e-3,
+                    "{} vs {}",
+                    a.score,
+                    b.score
+                );
+            }
+        }
+    }
+}

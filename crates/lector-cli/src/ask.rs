@@ -128,8 +128,9 @@ fn ask_store(
         );
     }
     let store = lector_redis::RedisStore::open(url, connect)?;
+    let calibration = lector_pipeline::Calibration::load_from(&store)?;
     let config = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
-    let built = config.build_over(store, None, &crate::search::notify)?;
+    let built = config.build_over(store, calibration, &crate::search::notify)?;
     let options = ask_options(args, built.search);
     let response = built.pipeline.ask(&args.question, &options)?;
     let probabilities = match (&response.answer, args.explain) {

@@ -2,17 +2,16 @@
 //! questions, and store both with the index (`calibration.json`), where `lector ask` picks them
 //! up; or, with `--evaluate`, measure a stored calibration on other questions.
 
-use crate::ask::open_pipeline;
 use crate::index::IndexDir;
 use crate::read::run_with_progress;
-use crate::search::{RerankOptions, RetrievalOptions};
+use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt2, print_table};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use lector_eval::calibration::Method;
 use lector_eval::report::Report;
 use lector_eval::squad::{self, Dataset};
-use lector_index::Index;
+use lector_index::DocumentStore;
 use lector_pipeline::calibration::{
     self, Calibration, ConfidenceCheck, CurvePoint, Fitted, Judgement, Reading, Target,
     CROSS_VALIDATION_FOLDS, DEFAULT_THRESHOLD,
@@ -53,6 +52,8 @@ pub struct CalibrateArgs {
     squad: PathBuf,
     #[command(flatten)]
     dir: IndexDir,
+    #[command(flatten)]
+    store: crate::store::StoreArgs,
     /// What to optimise: max-f1 (SQuAD v2.0 F1) or precision=P (the most answers whose exact-match
     /// precision is at least P).
     #[arg(long, default_value = "max-f1")]
@@ -92,27 +93,30 @@ pub struct CalibrateArgs {
 }
 
 pub fn run(args: CalibrateArgs) -> Result<()> {
-    let dir = args.dir.path();
     check_retrieval_flags(&args)?;
     // The calibration belongs to an index: refuse early (before minutes of reading) without one.
     // A dry run of gold paragraphs only measures (e.g. to choose a threshold for `eval squad -t`).
-    if !args.dry_run || args.retrieve.is_some() {
-        Index::open(&dir)?;
-    }
-    let stored = match args.evaluate {
-        true => Some(Calibration::load(&dir)?.with_context(|| {
-            format!(
-                "no calibration in {} to evaluate (run `lector calibrate` first)",
-                dir.display()
-            )
-        })?),
+    let store = match !args.dry_run || args.retrieve.is_some() {
+        true => Some(args.store.open(&args.dir)?),
         false => None,
+    };
+    let location = store
+        .as_ref()
+        .map_or_else(|| args.dir.path().display().to_string(), |s| s.location());
+    let stored = match (args.evaluate, &store) {
+        (true, Some(store)) => Some(Calibration::load_from(store)?.with_context(|| {
+            format!("no calibration in {location} to evaluate (run `lector calibrate` first)")
+        })?),
+        _ => None,
     };
     let dataset = read_questions(&args, stored.is_none())?;
     let reader_dir = lector_models::registry::resolve_reader(args.model.as_deref())?;
     let readings = match args.retrieve {
         None => read_gold(&reader_dir, &dataset)?,
-        Some(k) => read_retrieved(&args, &dir, &dataset, k)?,
+        Some(k) => {
+            let store = store.as_deref().context("--retrieve reads from an index")?;
+            read_retrieved(&args, store, &dataset, k)?
+        }
     };
     let judgement = calibration::judge(&dataset, &readings)?;
     if let Some(stored) = stored {
@@ -132,8 +136,8 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     );
     stored.retrieved = args.retrieve;
     stored.confidence = confidence;
-    if !args.dry_run {
-        stored.save(&dir)?;
+    if let (false, Some(store)) = (args.dry_run, &store) {
+        stored.save_to(store)?;
     }
     let check = calibration::check_confidence(
         stored.confidence.as_ref().map(|c| &c.map),
@@ -150,7 +154,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         );
         report.write(path)?;
     }
-    print_result(&args, &dir, &dataset, &stored, &fitted, &check)
+    print_result(&args, &location, &dataset, &stored, &fitted, &check)
 }
 
 /// The retrieval and rerank flags only mean something with --retrieve: refuse them without it
@@ -204,14 +208,14 @@ fn read_gold(reader_dir: &Path, dataset: &Dataset) -> Result<Vec<Reading>> {
 /// index's current calibration (whose threshold and map must not shape what is fitted).
 fn read_retrieved(
     args: &CalibrateArgs,
-    dir: &Path,
+    store: &dyn DocumentStore,
     dataset: &Dataset,
     k: usize,
 ) -> Result<Vec<Reading>> {
+    let config = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
     let Built {
         pipeline, search, ..
-    } = open_pipeline(dir, args.model.as_deref(), &args.retrieval, &args.rerank)?;
-    let pipeline = pipeline.with_calibration(None);
+    } = config.build_over(store, None, &notify)?;
     let options = AskOptions {
         search: Some(search),
         k,
@@ -386,13 +390,13 @@ fn print_confidence(
 
 fn print_result(
     args: &CalibrateArgs,
-    dir: &Path,
+    location: &str,
     dataset: &Dataset,
     stored: &Calibration,
     fitted: &Fitted,
     check: &ConfidenceCheck,
 ) -> Result<()> {
-    let file = dir.join(lector_pipeline::calibration::CALIBRATION_FILE);
+    let file = Path::new(location).join(lector_pipeline::calibration::CALIBRATION_FILE);
     let (chosen, default) = (&fitted.chosen, &fitted.default);
     let cross_validated = stored
         .confidence

@@ -131,6 +131,26 @@ fn a_redis_store_answers_like_the_embedded_index_and_fails_clearly_without_redis
     assert_eq!(through_redis["questions"], 12);
     assert_eq!(through_redis, odqa(&["--index", &index]));
 
+    // A calibration kept with the store, and used by asks through it.
+    assert_eq!(from_redis["calibrated"], false);
+    let calibrated = json(&ok(&lector(&[
+        "calibrate",
+        "--squad",
+        &data,
+        "--store",
+        &store,
+        "--limit",
+        "60",
+        "--json",
+    ])));
+    assert_eq!(calibrated["written"], format!("{store}/calibration.json"));
+    let answer = ask(&["--store", &store], "dense");
+    assert_eq!(answer["calibrated"], true);
+    assert!(
+        answer["answer"]["confidence"].as_f64().is_some(),
+        "{answer}"
+    );
+
     // Stats and removal through the store.
     let stats = |place: &[&str]| {
         let mut args = vec!["index", "stats", "--json"];

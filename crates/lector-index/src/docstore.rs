@@ -52,6 +52,11 @@ pub trait DocumentStore: Send + Sync {
     fn passages(&self, id: &str) -> Result<Vec<Hit>>;
     /// The date of document `id`, when it has one.
     fn document_date(&self, id: &str) -> Result<Option<String>>;
+    /// A small file kept with the store (lector's calibration), `None` when there is none.
+    fn read_file(&self, name: &str) -> Result<Option<String>>;
+    /// Keeps a small file with the store, replacing the old one at once (the embedded index
+    /// writes it durably under its writer lock).
+    fn write_file(&self, name: &str, text: &str) -> Result<()>;
 }
 
 /// Adds documents to a store; nothing is visible to searches before [`StoreWriter::commit`].
@@ -197,7 +202,64 @@ impl DocumentStore for Index {
     fn document_date(&self, id: &str) -> Result<Option<String>> {
         Ok(self.document(id).and_then(|d| d.date.map(str::to_string)))
     }
+
+    fn read_file(&self, name: &str) -> Result<Option<String>> {
+        let path = self.dir().join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(crate::Error::Io { path, source }),
+        }
+    }
+
+    fn write_file(&self, name: &str, text: &str) -> Result<()> {
+        crate::write_locked(self.dir(), name, text.as_bytes())
+    }
 }
+
+/// A boxed store (one chosen at run time: a directory or a URL) and a borrowed one are stores.
+macro_rules! delegate_store {
+    ($($wrapper:ty),*) => {$(
+        impl<T: DocumentStore + ?Sized> DocumentStore for $wrapper {
+            fn location(&self) -> String {
+                (**self).location()
+            }
+            fn settings(&self) -> IndexSettings {
+                (**self).settings()
+            }
+            fn dense_meta(&self) -> Option<DenseMeta> {
+                (**self).dense_meta()
+            }
+            fn generation(&self) -> Result<u64> {
+                (**self).generation()
+            }
+            fn counts(&self) -> Result<StoreCounts> {
+                (**self).counts()
+            }
+            fn retriever<'a>(
+                &'a self,
+                options: &SearchOptions,
+                embedder: Option<&'a dyn Embedder>,
+            ) -> Result<Box<dyn Retriever + 'a>> {
+                (**self).retriever(options, embedder)
+            }
+            fn passages(&self, id: &str) -> Result<Vec<Hit>> {
+                (**self).passages(id)
+            }
+            fn document_date(&self, id: &str) -> Result<Option<String>> {
+                (**self).document_date(id)
+            }
+            fn read_file(&self, name: &str) -> Result<Option<String>> {
+                (**self).read_file(name)
+            }
+            fn write_file(&self, name: &str, text: &str) -> Result<()> {
+                (**self).write_file(name, text)
+            }
+        }
+    )*};
+}
+
+delegate_store!(Box<T>, &T);
 
 impl StoreWriter for IndexWriter {
     fn add(&mut self, doc: Document) -> Result<AddOutcome> {

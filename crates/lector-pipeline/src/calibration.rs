@@ -42,6 +42,7 @@ use lector_eval::calibration::{self as math, ReliabilityBin, DEFAULT_BINS};
 pub use lector_eval::calibration::{ConfidenceMap, Method};
 use lector_eval::report::Report;
 use lector_eval::squad::{self, Dataset, NoAnswer, SquadVersion};
+use lector_index::DocumentStore;
 use lector_reader::{Prediction, ReadParams};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -152,16 +153,38 @@ impl Calibration {
     /// The calibration stored in `index_dir`, or `None` when there is none.
     pub fn load(index_dir: &Path) -> Result<Option<Calibration>> {
         let path = index_dir.join(CALIBRATION_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io(&path)(e)),
-        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, &path).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(&path)(e)),
+        }
+    }
+
+    /// The calibration kept with `store` (any document store), or `None` when there is none.
+    pub fn load_from(store: &(impl DocumentStore + ?Sized)) -> Result<Option<Calibration>> {
+        let path = Path::new(&store.location()).join(CALIBRATION_FILE);
+        match store.read_file(CALIBRATION_FILE)? {
+            Some(text) => Self::parse(&text, &path).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Keeps the calibration with `store` ([`DocumentStore::write_file`]).
+    pub fn save_to(&self, store: &(impl DocumentStore + ?Sized)) -> Result<()> {
+        Ok(store.write_file(CALIBRATION_FILE, &self.to_text())?)
+    }
+
+    fn to_text(&self) -> String {
+        serde_json::to_string_pretty(self).expect("calibration serialises") + "\n"
+    }
+
+    /// A calibration from its JSON text (read from `path`, named in errors), checked.
+    fn parse(text: &str, path: &Path) -> Result<Calibration> {
         let invalid = |message: String| Error::Calibration {
-            path: path.clone(),
+            path: path.to_path_buf(),
             message,
         };
-        let calibration: Calibration = serde_json::from_str(&text).map_err(|e| {
+        let calibration: Calibration = serde_json::from_str(text).map_err(|e| {
             invalid(format!(
                 "not a lector calibration: {e} (run `lector calibrate` again)"
             ))
@@ -190,7 +213,7 @@ impl Calibration {
                 calibration.threshold
             )));
         }
-        Ok(Some(calibration))
+        Ok(calibration)
     }
 
     /// Stores the calibration in `index_dir` durably (temporary file, fsync, rename, fsync of
@@ -198,11 +221,10 @@ impl Calibration {
     /// writer lock, so it fails, naming the lock, while a writer holds the index. Read-only
     /// servers of the index load the new file within a second.
     pub fn save(&self, index_dir: &Path) -> Result<()> {
-        let text = serde_json::to_string_pretty(self).expect("calibration serialises") + "\n";
         Ok(lector_index::write_locked(
             index_dir,
             CALIBRATION_FILE,
-            text.as_bytes(),
+            self.to_text().as_bytes(),
         )?)
     }
 }

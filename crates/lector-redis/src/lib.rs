@@ -13,6 +13,7 @@
 //!   Redis as they are) and, in a dense store, `vec`;
 //! - `NAME:d:ID`: a hash per document (`hash`: its content digest, `passages`, `date`);
 //! - `NAME:docs`: the set of document ids; `NAME:lector`: the store's settings and generation;
+//!   `NAME:file:FILE`: a file kept with the store (`calibration.json`);
 //! - the search index `NAME` over the `NAME:p:` hashes.
 //!
 //! Keys are derived from document ids, so writing a document again overwrites it: a failed commit
@@ -368,5 +369,16 @@ impl DocumentStore for RedisStore {
         let key = writer::document_key(&self.link, id);
         self.link
             .run(|c| redis::cmd("HGET").arg(&key).arg("date").query(c))
+    }
+
+    fn read_file(&self, name: &str) -> Result<Option<String>> {
+        let key = self.link.key(&format!("file:{name}"));
+        self.link.run(|c| redis::cmd("GET").arg(&key).query(c))
+    }
+
+    fn write_file(&self, name: &str, text: &str) -> Result<()> {
+        let key = self.link.key(&format!("file:{name}"));
+        self.link
+            .run(|c| redis::cmd("SET").arg(&key).arg(text).query(c))
     }
 }

@@ -103,8 +103,9 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         .expect("one input");
     match crate::store::open_if_url(&source)? {
         Some(store) => {
+            let calibration = lector_pipeline::Calibration::load_from(&store)?;
             let config = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
-            let built = config.build_over(store, None, &notify)?;
+            let built = config.build_over(store, calibration, &notify)?;
             evaluate(
                 args,
                 &built.pipeline,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Batch indexing on a Ray cluster: lector stays the worker, Ray only schedules it.
 
-    python tools/ray_index.py CORPUS... --out DIR [--shards N] [--address auto]
+    python tools/ray_index.py CORPUS... --out DIR|STORE-URL [--shards N] [--address auto]
                               [--lector PATH] [--work DIR] [--cpus-per-shard 1] [--json]
                               [-- INDEX-ADD-OPTION...]
 
@@ -13,6 +13,11 @@ give them. Each shard is indexed by `lector index add` into WORK/shard-K (or WOR
 Ray task (the options after `--`, e.g. `--dense`, go to every one), and the shard indexes are then
 merged into DIR with `lector index merge`, which gives the index one process would have built
 (same ids, same scores) in one commit. DIR must not exist yet.
+
+With `--out redis://HOST:PORT/NAME` (a Redis store, see docs/redis.md) every task adds its shard to
+the store itself and nothing is merged: writes are idempotent per document id and shards hold
+different documents, so the tasks write side by side. The URL reaches lector through
+`$LECTOR_STORE`, never its command line, so a password in it is not shown by `ps`.
 
 Every Ray node must see the work folder, the folders indexed and the lector binary at the same
 paths (a shared volume, as for read-only replicas): tasks write their shard index there, and the
@@ -91,13 +96,20 @@ def split(corpus, shards, work):
     return [d for d in dirs if any(d.iterdir())]
 
 
-def index_shard(lector, inputs, index, options, cpus):
-    """Runs `lector index add INPUTS... --index INDEX OPTIONS...`; its JSON report, seconds and
-    stderr's end."""
+def is_store(out):
+    return out.startswith(("redis://", "rediss://"))
+
+
+def index_shard(lector, inputs, index, options, cpus, store=None):
+    """Runs `lector index add INPUTS... --index INDEX OPTIONS...` (into `store` instead, given
+    through $LECTOR_STORE, when there is one); its JSON report, seconds and stderr's end."""
     env = dict(os.environ, RAYON_NUM_THREADS=str(cpus))
+    place = ["--index", index]
+    if store:
+        env["LECTOR_STORE"], place = store, []
     started = time.monotonic()
     proc = subprocess.run(
-        [lector, "index", "add", *inputs, "--index", index, "--json", *options],
+        [lector, "index", "add", *inputs, *place, "--json", *options],
         capture_output=True,
         text=True,
         env=env,
@@ -116,11 +128,11 @@ def shard_jobs(dirs, folders, shards, work):
     return jobs
 
 
-def run_shards(ray, lector, jobs, options, cpus):
+def run_shards(ray, lector, jobs, options, cpus, store):
     """Indexes every shard as a Ray task; their results in shard order, printing each as it ends."""
     task = ray.remote(num_cpus=cpus, max_retries=1)(index_shard)
     pending = {
-        task.remote(lector, inputs, str(index), extra + options, cpus): k
+        task.remote(lector, inputs, str(index), extra + options, cpus, store): k
         for k, (inputs, index, extra) in enumerate(jobs)
     }
     results = [None] * len(jobs)
@@ -139,9 +151,13 @@ def merge(lector, shards, out):
     proc = subprocess.run([lector, "index", "merge", *shards, "--out", str(out)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"lector index merge failed: {proc.stderr.strip()}")
-    seconds = time.monotonic() - started
-    stats = subprocess.run([lector, "index", "stats", "--index", str(out), "--json"], capture_output=True, text=True)
-    return seconds, json.loads(stats.stdout) if stats.returncode == 0 else {}
+    return time.monotonic() - started, stats(lector, ["--index", str(out)])
+
+
+def stats(lector, place, env=None):
+    """`lector index stats --json` of PLACE (or of $LECTOR_STORE in `env`); {} when it fails."""
+    proc = subprocess.run([lector, "index", "stats", *place, "--json"], capture_output=True, text=True, env=env)
+    return json.loads(proc.stdout) if proc.returncode == 0 else {}
 
 
 def main():
@@ -152,7 +168,7 @@ def main():
         argv, options = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpus", nargs="+", type=Path, help=".jsonl or SQuAD .json files, folders")
-    parser.add_argument("--out", required=True, type=Path, help="the merged index (must not exist)")
+    parser.add_argument("--out", required=True, help="the merged index (must not exist), or a Redis store URL")
     parser.add_argument("--shards", type=int, default=2, help="shards, one Ray task each (default 2)")
     parser.add_argument("--address", default="auto", help="the Ray cluster (default auto: the one started with `ray start`)")
     parser.add_argument("--lector", default=shutil.which("lector") or "lector", help="the lector binary (default: on PATH)")
@@ -163,10 +179,14 @@ def main():
     args = parser.parse_args(argv)
     if args.shards < 1 or args.cpus_per_shard < 1:
         parser.error("--shards and --cpus-per-shard must be at least 1")
-    if args.out.exists():
-        parser.error(f"{args.out} exists: the merged index must be new")
+    store = args.out if is_store(args.out) else None
+    out = Path(args.out)
+    if store is None and out.exists():
+        parser.error(f"{out} exists: the merged index must be new")
+    if store and not args.work:
+        parser.error("--out STORE-URL needs --work DIR for the shards' inputs")
     lector = str(Path(args.lector).resolve()) if os.sep in args.lector else args.lector
-    work = (args.work or args.out.with_name(args.out.name + ".work")).resolve()
+    work = (args.work or out.with_name(out.name + ".work")).resolve()
 
     import ray  # imported late: --help and argument errors work without Ray installed
 
@@ -177,7 +197,7 @@ def main():
     jobs = shard_jobs(dirs, folders, args.shards, work)
     ray.init(address=args.address, logging_level="ERROR", log_to_driver=False)
     try:
-        results = run_shards(ray, lector, jobs, options, args.cpus_per_shard)
+        results = run_shards(ray, lector, jobs, options, args.cpus_per_shard, store)
     finally:
         ray.shutdown()
     failed = [r for r in results if r["rc"] != 0]
@@ -186,18 +206,21 @@ def main():
     if failed:
         raise SystemExit(f"{len(failed)} of {len(results)} shards failed; the work folder {work} is kept for a rerun")
     indexing = time.monotonic() - started
-    merge_seconds, stats = merge(lector, [r["index"] for r in results], args.out)
+    if store:
+        merge_seconds, totals = 0.0, stats(lector, [], dict(os.environ, LECTOR_STORE=store))
+    else:
+        merge_seconds, totals = merge(lector, [r["index"] for r in results], out)
     if not args.keep_work:
         shutil.rmtree(work)
     summary = {
-        "index": str(args.out),
+        "index": totals.get("store", str(out)),
         "shards": len(results),
-        "documents": stats.get("documents"),
-        "passages": stats.get("passages"),
+        "documents": totals.get("documents"),
+        "passages": totals.get("passages"),
         "shard_seconds": [round(r["seconds"], 3) for r in results],
         "split_and_index_seconds": round(indexing, 3),
         "merge_seconds": round(merge_seconds, 3),
-        "documents_per_second": round((stats.get("documents") or 0) / (indexing + merge_seconds), 1),
+        "documents_per_second": round((totals.get("documents") or 0) / (indexing + merge_seconds), 1),
     }
     if args.json:
         print(json.dumps(summary, indent=2))

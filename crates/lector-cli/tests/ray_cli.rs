@@ -2,7 +2,8 @@
 //! network namespace that has only loopback, the driver splitting a SciFact and a SQuAD slice into
 //! shards and a folder of PDFs into runs of its files, indexed by `lector index add` as Ray tasks
 //! and merged with `lector index merge`, and the result compared with the index one process
-//! builds. Needs root (for `ip netns`) and PyPI's
+//! builds; then the same shards written by the tasks straight into a Redis store (started in the
+//! namespace too), compared with a store one process fills. Needs root (for `ip netns`) and PyPI's
 //! `ray` (tools/setup-ray.sh installs it, cached); fails, never skips, without them.
 
 use serde_json::Value;
@@ -198,6 +199,13 @@ fn shards_indexed_as_ray_tasks_merge_into_what_one_process_builds() {
         .args(["--shards", "3", "--json"])
         .arg(format!("--address=127.0.0.1:{port}"))
         .arg(format!("--lector={}", env!("CARGO_BIN_EXE_lector"))));
+    let into_redis = shards_into_redis(
+        &ns,
+        &python,
+        port,
+        tmp.path(),
+        &[&scifact, &squad_file, &pdfs],
+    );
     drop(head);
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     println!("{summary}");
@@ -211,6 +219,8 @@ fn shards_indexed_as_ray_tasks_merge_into_what_one_process_builds() {
         !tmp.path().join("merged.work").exists(),
         "work folder removed"
     );
+
+    assert_eq!(into_redis["documents"], summary["documents"]);
 
     let single = tmp.path().join("single");
     lector(&[
@@ -249,4 +259,117 @@ fn shards_indexed_as_ray_tasks_merge_into_what_one_process_builds() {
             assert!((g.2 - w.2).abs() <= 1e-6, "{query}: {} vs {}", g.2, w.2);
         }
     }
+}
+
+/// A Redis (tools/setup-redis.sh) in the namespace, this test's child, killed by its pid.
+struct Redis(Child);
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The same inputs indexed by the driver straight into a Redis store in the namespace (no
+/// merge), checked against a store one process fills: the same counts, and the same top 10 with
+/// the same scores. Returns the driver's summary.
+fn shards_into_redis(
+    ns: &Namespace,
+    python: &Path,
+    ray_port: u16,
+    tmp: &Path,
+    inputs: &[&Path],
+) -> Value {
+    let launcher = run(Command::new("bash").arg(repo().join("tools/setup-redis.sh")));
+    let launcher = PathBuf::from(text(&launcher.stdout).lines().last().unwrap().trim());
+    let port = "6391";
+    let dir = tmp.join("redis");
+    std::fs::create_dir_all(&dir).unwrap();
+    let _redis = Redis(
+        ns.command(&launcher)
+            .args([
+                "--port",
+                port,
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start Redis in the namespace"),
+    );
+    let reachable = || {
+        let probe = format!("import socket; socket.create_connection(('127.0.0.1', {port}), 1)");
+        let status = ns
+            .command(python)
+            .args(["-c", &probe])
+            .stderr(Stdio::null())
+            .status();
+        status.is_ok_and(|s| s.success())
+    };
+    let mut tries = 0;
+    while !reachable() {
+        tries += 1;
+        assert!(tries < 100, "Redis did not come up in the namespace");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let lector_bin = Path::new(env!("CARGO_BIN_EXE_lector"));
+    let store = |name: &str| format!("redis://127.0.0.1:{port}/{name}");
+    let out = run(ns
+        .command(python)
+        .arg(repo().join("tools/ray_index.py"))
+        .args(inputs)
+        .arg("--out")
+        .arg(store("ray"))
+        .arg("--work")
+        .arg(tmp.join("redis-work"))
+        .args(["--shards", "3", "--json"])
+        .arg(format!("--address=127.0.0.1:{ray_port}"))
+        .arg(format!("--lector={}", lector_bin.display())));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    println!("{summary}");
+    assert_eq!(summary["index"], store("ray"));
+    run(ns
+        .command(lector_bin)
+        .args(["index", "add"])
+        .args(inputs)
+        .args(["--store", &store("single")]));
+    let json = |args: &[&str]| -> Value {
+        serde_json::from_slice(&run(ns.command(lector_bin).args(args)).stdout).unwrap()
+    };
+    let (r, s) = (
+        json(&["index", "stats", "--store", &store("ray"), "--json"]),
+        json(&["index", "stats", "--store", &store("single"), "--json"]),
+    );
+    assert_eq!(
+        (&r["documents"], &r["passages"]),
+        (&s["documents"], &s["passages"])
+    );
+    for query in [
+        "cancer risk in children",
+        "Which NFL team represented the AFC at Super Bowl 50?",
+    ] {
+        let hits = |name: &str| {
+            json(&["search", query, "--store", &store(name), "--json"])["hits"].clone()
+        };
+        let (got, want) = (hits("ray"), hits("single"));
+        assert_eq!(got.as_array().unwrap().len(), 10, "{query}");
+        for (g, w) in got.as_array().unwrap().iter().zip(want.as_array().unwrap()) {
+            assert_eq!(
+                (&g["doc_id"], &g["passage"]),
+                (&w["doc_id"], &w["passage"]),
+                "{query}"
+            );
+            let (g, w) = (g["score"].as_f64().unwrap(), w["score"].as_f64().unwrap());
+            assert!((g - w).abs() <= 1e-6, "{query}: {g} vs {w}");
+        }
+    }
+    summary
 }

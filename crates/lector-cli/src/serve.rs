@@ -1,4 +1,5 @@
-//! `lector serve`: the HTTP API and web page over an index (see the lector-server crate).
+//! `lector serve`: the HTTP API and web page over an index or, read-only, an external store (see
+//! the lector-server crate).
 
 use crate::index::IndexDir;
 use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
@@ -16,6 +17,10 @@ use std::time::Duration;
 pub struct ServeArgs {
     #[command(flatten)]
     dir: IndexDir,
+    /// Serve a Redis store instead, read-only: its documents are added with `lector index add
+    /// --store`, and every ask reads the store as it is then.
+    #[command(flatten)]
+    store: crate::store::StoreArgs,
     /// Address to listen on (port 0: any free port; the address is printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
@@ -151,14 +156,23 @@ pub fn run(args: ServeArgs) -> Result<()> {
         query_log: args.log.config(),
     };
     let pipeline = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
+    let store = args.store.store(args.dir.given())?;
+    let read_only = args.read_only || store.is_some();
     let Opened {
         mut state,
         warnings,
-    } = lector_server::open(&dir, &pipeline, args.read_only, config, &notify)?;
+    } = match &store {
+        Some((url, connect)) => {
+            let store = lector_redis::RedisStore::open(url, connect)?;
+            lector_server::open_store(store, &pipeline, config, &notify)?
+        }
+        None => lector_server::open(&dir, &pipeline, read_only, config, &notify)?,
+    };
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    let stats = state.pipeline().index().stats();
+    let served = state.pipeline().store().location();
+    let size = state.gauges();
     if args.generate || args.generator_model.is_some() {
         let generator = crate::generate::load_local(args.generator_model.as_deref())?;
         eprintln!(
@@ -176,12 +190,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
             .with_context(|| format!("cannot listen on {}", args.addr))?;
         let addr = listener.local_addr()?;
         println!(
-            "serving {} ({} documents, {} passages, generation {}) at http://{addr}/{}",
-            dir.display(),
-            stats.documents,
-            stats.passages,
-            stats.generation,
-            if args.read_only { " (read-only)" } else { "" }
+            "serving {served} ({} documents, {} passages, generation {}) at http://{addr}/{}",
+            size.documents,
+            size.passages,
+            size.generation,
+            if read_only { " (read-only)" } else { "" }
         );
         let done = lector_server::serve(listener, state, lector_server::shutdown_signal()).await?;
         match done {

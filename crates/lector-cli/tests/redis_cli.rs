@@ -7,9 +7,10 @@ mod common;
 #[path = "../../lector-redis/tests/common/mod.rs"]
 mod redis;
 
-use common::{fails, lector, ok};
+use common::{fails, get_json, http, lector, ok, serve_with};
 use serde_json::Value;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 fn json(text: &str) -> Value {
     serde_json::from_str(text).expect("JSON output")
@@ -17,10 +18,16 @@ fn json(text: &str) -> Value {
 
 /// The first two articles of SQuAD v1.1 dev, written to `dir`.
 fn slice(dir: &Path) -> String {
+    articles(dir, 0..2, "slice.json")
+}
+
+/// Articles `range` of SQuAD v1.1 dev, written to `dir/name`.
+fn articles(dir: &Path, range: std::ops::Range<usize>, name: &str) -> String {
     let path = lector_eval::data::require("squad/dev-v1.1.json");
     let mut json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    json["data"].as_array_mut().unwrap().truncate(2);
-    let out = dir.join("slice.json");
+    let kept: Vec<Value> = json["data"].as_array().unwrap()[range].to_vec();
+    json["data"] = Value::Array(kept);
+    let out = dir.join(name);
     std::fs::write(&out, json.to_string()).unwrap();
     out.to_string_lossy().into_owned()
 }
@@ -181,4 +188,118 @@ fn a_redis_store_answers_like_the_embedded_index_and_fails_clearly_without_redis
         err.contains(&format!("the document store {store} is unavailable")),
         "{err}"
     );
+}
+
+/// Polls `check` every 100 ms for at most `limit`; how long it took to hold.
+fn within(limit: Duration, mut check: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+#[test]
+fn a_server_over_a_redis_store_follows_it_and_answers_503_while_redis_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = articles(dir.path(), 0..1, "first.json");
+    let second = articles(dir.path(), 1..2, "second.json");
+    let password = "s3cret-pw";
+    let mut redis = redis::RedisServer::start(&["--requirepass", password]);
+    let store = format!("redis://default:{password}@127.0.0.1:{}/served", redis.port);
+    ok(&lector(&["index", "add", &first, "--store", &store]));
+    let (_server, addr) = serve_with(&["--store", &store]);
+
+    let ask = r#"{"question": "Which NFL team represented the AFC at Super Bowl 50?"}"#;
+    let (status, body) = http(&addr, "POST", "/v1/ask", Some(ask));
+    assert_eq!(status, 200, "{body}");
+    let answer = json(&body);
+    assert_eq!(answer["answer"]["text"], "Denver Broncos", "{answer}");
+    assert_eq!(answer["calibrated"], false);
+    let health = get_json(&addr, "/healthz");
+    let documents = health["documents"].as_u64().unwrap();
+    assert!(documents > 0, "{health}");
+
+    // Read-only: writes go to the store through `lector index add --store`, and what only the
+    // embedded index offers is refused with a reason.
+    let doc = r#"{"id": "x", "text": "Some text."}"#;
+    assert_eq!(http(&addr, "POST", "/v1/documents", Some(doc)).0, 403);
+    let (status, body) = http(&addr, "GET", "/v1/documents", None);
+    assert_eq!(status, 501, "{body}");
+    assert!(body.contains("embedded index"), "{body}");
+    let hops = r#"{"question": "Who won Super Bowl 50?", "hops": 2}"#;
+    let (status, body) = http(&addr, "POST", "/v1/ask", Some(hops));
+    assert_eq!(status, 501, "{body}");
+
+    // A key confined to a tenant is a filter, which a Redis store refuses: its asks fail rather
+    // than read other tenants' passages.
+    let keys = dir.path().join("keys.json").to_string_lossy().into_owned();
+    let tenant_key = ok(&lector(&[
+        "keys", "add", "acme", "--file", &keys, "--scopes", "ask", "--tenant", "acme",
+    ]));
+    let (_tenants, tenant_addr) = serve_with(&["--store", &store, "--keys", &keys]);
+    let bearer = format!("Authorization: Bearer {}", tenant_key.trim());
+    let (status, body) = common::http_with(&tenant_addr, "POST", "/v1/ask", Some(ask), &[&bearer]);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("filters are not supported"), "{body}");
+
+    // Documents another process adds are searched at once and counted within the follow bound.
+    ok(&lector(&["index", "add", &second, "--store", &store]));
+    let search = "/v1/search?q=Warsaw%20University%20of%20Technology&k=1";
+    assert!(get_json(&addr, search)["hits"][0]["doc_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("Warsaw"));
+    let counted = within(Duration::from_secs(10), || {
+        get_json(&addr, "/healthz")["documents"].as_u64() > Some(documents)
+    });
+    eprintln!("new documents counted after {counted:?}");
+    assert!(
+        counted.is_some(),
+        "the server follows the store's generation"
+    );
+
+    // A calibration kept with the store is served without a restart.
+    ok(&lector(&[
+        "calibrate",
+        "--squad",
+        &first,
+        "--store",
+        &store,
+        "--limit",
+        "30",
+    ]));
+    let calibrated = within(Duration::from_secs(10), || {
+        json(&http(&addr, "POST", "/v1/ask", Some(ask)).1)["calibrated"] == true
+    });
+    assert!(calibrated.is_some(), "the store's calibration is served");
+
+    // Redis gone: 503 with the reason, within the store's timeout, and the password nowhere.
+    redis.kill();
+    let start = Instant::now();
+    let (status, body) = http(&addr, "POST", "/v1/ask", Some(ask));
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(body.contains("unavailable"), "{body}");
+    let (status, health) = http(&addr, "GET", "/healthz", None);
+    assert_eq!(status, 503, "{health}");
+    let (_, metrics) = http(&addr, "GET", "/metrics", None);
+    for shown in [&body, &health, &metrics] {
+        assert!(!shown.contains(password), "{shown}");
+    }
+
+    // Back: the same server answers again.
+    redis.restart();
+    let back = within(Duration::from_secs(20), || {
+        http(&addr, "POST", "/v1/ask", Some(ask)).0 == 200
+    });
+    assert!(back.is_some(), "the server recovers when Redis returns");
+    assert_eq!(get_json(&addr, "/healthz")["status"], "ok");
 }

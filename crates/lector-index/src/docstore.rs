@@ -57,6 +57,11 @@ pub trait DocumentStore: Send + Sync {
     /// Keeps a small file with the store, replacing the old one at once (the embedded index
     /// writes it durably under its writer lock).
     fn write_file(&self, name: &str, text: &str) -> Result<()>;
+    /// The embedded index this store is, for what only it offers (listing documents, following
+    /// titles in multi-hop asks); `None` for an external store.
+    fn as_index(&self) -> Option<&Index> {
+        None
+    }
 }
 
 /// Adds documents to a store; nothing is visible to searches before [`StoreWriter::commit`].
@@ -215,9 +220,14 @@ impl DocumentStore for Index {
     fn write_file(&self, name: &str, text: &str) -> Result<()> {
         crate::write_locked(self.dir(), name, text.as_bytes())
     }
+
+    fn as_index(&self) -> Option<&Index> {
+        Some(self)
+    }
 }
 
-/// A boxed store (one chosen at run time: a directory or a URL) and a borrowed one are stores.
+/// A boxed or shared store (one chosen at run time: a directory or a URL) and a borrowed one are
+/// stores.
 macro_rules! delegate_store {
     ($($wrapper:ty),*) => {$(
         impl<T: DocumentStore + ?Sized> DocumentStore for $wrapper {
@@ -255,11 +265,14 @@ macro_rules! delegate_store {
             fn write_file(&self, name: &str, text: &str) -> Result<()> {
                 (**self).write_file(name, text)
             }
+            fn as_index(&self) -> Option<&Index> {
+                (**self).as_index()
+            }
         }
     )*};
 }
 
-delegate_store!(Box<T>, &T);
+delegate_store!(Box<T>, &T, std::sync::Arc<T>);
 
 impl StoreWriter for IndexWriter {
     fn add(&mut self, doc: Document) -> Result<AddOutcome> {

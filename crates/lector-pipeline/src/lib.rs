@@ -180,9 +180,9 @@ pub struct Progress {
 
 /// A document store (the embedded [`Index`] unless told otherwise), a reader, the abstention
 /// threshold, the embedder of a dense store, and an optional reranker. The models are shared
-/// (`Arc`), so [`Pipeline::with_index`] makes a pipeline over another index snapshot without
-/// loading or copying them. Multi-hop asks and the index snapshots of a server need the embedded
-/// index; everything else works over any [`DocumentStore`].
+/// (`Arc`), so [`Pipeline::with_store`] makes a pipeline over another index snapshot without
+/// loading or copying them. Multi-hop asks need the embedded index (they follow titles through
+/// every document); everything else works over any [`DocumentStore`].
 pub struct Pipeline<S = Index> {
     index: S,
     reader: Arc<Reader>,
@@ -432,13 +432,6 @@ impl<S: DocumentStore> Pipeline<S> {
 }
 
 impl Pipeline<Index> {
-    /// The date of document `doc_id` (the embedded index answers without failing).
-    fn date_of(&self, doc_id: &str) -> Option<String> {
-        self.index
-            .document(doc_id)
-            .and_then(|d| d.date.map(str::to_string))
-    }
-
     /// Opens the index in `index_dir` with its calibration, if it has one, and loads the reader.
     pub fn open(index_dir: &Path, reader_dir: &Path) -> Result<Self> {
         let index = Index::open(index_dir)?;
@@ -451,18 +444,20 @@ impl Pipeline<Index> {
     pub fn index(&self) -> &Index {
         &self.index
     }
+}
 
+impl<S: DocumentStore> Pipeline<S> {
     /// Whether the title index of multi-hop asks ([`Pipeline::titles`]) is built already.
     pub fn titles_built(&self) -> bool {
         self.titles.get().is_some()
     }
 
-    /// A pipeline over another snapshot of the index (e.g. a writer's new commit) with this one's
-    /// reader, calibration, embedder and reranker, shared rather than loaded again: a server
-    /// builds the next snapshot while questions keep reading the current one.
-    pub fn with_index(&self, index: Index) -> Pipeline {
+    /// A pipeline over another store or snapshot of it (e.g. a writer's new commit) with this
+    /// one's reader, calibration, embedder and reranker, shared rather than loaded again: a
+    /// server builds the next snapshot while questions keep reading the current one.
+    pub fn with_store<T: DocumentStore>(&self, store: T) -> Pipeline<T> {
         Pipeline {
-            index,
+            index: store,
             reader: self.reader.clone(),
             calibration: self.calibration.clone(),
             embedder: self.embedder.clone(),
@@ -471,10 +466,22 @@ impl Pipeline<Index> {
         }
     }
 
-    /// Replaces the index with another snapshot (e.g. a writer's new commit); returns the old one.
-    pub fn set_index(&mut self, index: Index) -> Index {
+    /// This pipeline over `f(store)` (e.g. the store boxed or shared).
+    pub fn map_store<T: DocumentStore>(self, f: impl FnOnce(S) -> T) -> Pipeline<T> {
+        Pipeline {
+            index: f(self.index),
+            reader: self.reader,
+            calibration: self.calibration,
+            embedder: self.embedder,
+            reranker: self.reranker,
+            titles: self.titles,
+        }
+    }
+
+    /// Replaces the store with another snapshot (e.g. a writer's new commit); returns the old one.
+    pub fn set_store(&mut self, store: S) -> S {
         self.titles = OnceLock::new();
-        std::mem::replace(&mut self.index, index)
+        std::mem::replace(&mut self.index, store)
     }
 }
 

@@ -39,7 +39,7 @@ pub use titles::TitleIndex;
 use crate::aggregate::{Aggregation, Candidate, Evidence, PassageReading};
 use crate::{default_search, ms, Error, Pipeline, Response, Result};
 use lector_eval::normalize::normalized_tokens;
-use lector_index::{Filter, Hit, Mode, Retriever, SearchOptions};
+use lector_index::{DocumentStore, Filter, Hit, Index, Mode, Retriever, SearchOptions};
 use lector_reader::{Prediction, Query, ReadParams};
 use paths::{score_paths, Expansion, FirstHop, ScoredPath};
 use serde::Serialize;
@@ -189,7 +189,7 @@ impl Pool {
 /// Between the two passages of a pair read as one context.
 const PAIR_SEPARATOR: &str = "\n\n";
 
-impl Pipeline {
+impl<S: DocumentStore> Pipeline<S> {
     /// Answers a question in up to `hops.hops` hops (see the [module documentation](self)).
     pub fn ask_hops(
         &self,
@@ -212,6 +212,7 @@ impl Pipeline {
         decomposer: Option<&dyn Decomposer>,
     ) -> Result<Response> {
         check_hop_options(hops)?;
+        self.hop_index()?;
         let analysis = question::analyse(question);
         let chain = match (decomposer, analysis.kind, hops.hops) {
             (Some(d), QuestionKind::Bridge, 2) => self.answer_chain(question, d, options)?,
@@ -360,9 +361,31 @@ impl Pipeline {
         Ok(chain)
     }
 
-    /// The title index of this pipeline's index, built on first use.
-    pub fn titles(&self) -> &TitleIndex {
-        self.titles.get_or_init(|| TitleIndex::build(&self.index))
+    /// The title index of this pipeline's index, built on first use; `None` over an external
+    /// store.
+    pub fn titles(&self) -> Option<&TitleIndex> {
+        self.hop_titles().ok()
+    }
+
+    fn hop_titles(&self) -> Result<&TitleIndex> {
+        let index = self.hop_index()?;
+        Ok(self.titles.get_or_init(|| TitleIndex::build(index)))
+    }
+
+    /// The embedded index that multi-hop asks look titles and documents up in.
+    fn hop_index(&self) -> Result<&Index> {
+        self.index
+            .as_index()
+            .ok_or_else(|| Error::NeedsEmbeddedIndex {
+                what: "multi-hop asks",
+                store: self.index.location(),
+            })
+    }
+
+    /// The date of document `doc_id` in the embedded index.
+    fn date_of(&self, doc_id: &str) -> Option<String> {
+        let doc = self.index.as_index()?.document(doc_id)?;
+        doc.date.map(str::to_string)
     }
 
     /// Reads `hits` for `question` in one batch.
@@ -393,7 +416,7 @@ impl Pipeline {
         for (rank, hit) in first.iter().enumerate() {
             ranks.insert(pool.add(hit), rank + 1);
         }
-        let titles = self.titles();
+        let titles = self.hop_titles()?;
         let mut expansions = Vec::new();
         for (i, hit) in first.iter().take(hops.beam).enumerate() {
             let mut expansion = Expansion {
@@ -465,7 +488,7 @@ impl Pipeline {
 
     /// The first passage of a document that passes `filter`, as a hit with no retrieval score.
     fn first_passage(&self, doc_id: &str, filter: Option<&Filter>) -> Option<Hit> {
-        let doc = self.index.document(doc_id)?;
+        let doc = self.index.as_index()?.document(doc_id)?;
         if !filter.is_none_or(|f| doc.passes(f)) {
             return None;
         }
@@ -531,7 +554,10 @@ impl Pipeline {
     }
 }
 
-fn aggregation(pipeline: &Pipeline, options: &crate::AskOptions) -> Aggregation {
+fn aggregation(
+    pipeline: &Pipeline<impl DocumentStore>,
+    options: &crate::AskOptions,
+) -> Aggregation {
     Aggregation {
         vote: options.vote,
         prefer_recent: options.prefer_recent,
@@ -675,7 +701,12 @@ fn mention(hit: &Hit, title: Option<&str>) -> Option<(usize, usize)> {
 }
 
 /// Evidence pointing at `start..end` (characters) of a passage.
-fn evidence(pipeline: &Pipeline, hit: &Hit, start: usize, end: usize) -> Evidence {
+fn evidence(
+    pipeline: &Pipeline<impl DocumentStore>,
+    hit: &Hit,
+    start: usize,
+    end: usize,
+) -> Evidence {
     Evidence {
         doc_id: hit.doc_id.clone(),
         title: hit.title.clone(),
@@ -758,7 +789,7 @@ fn set_answer(response: &mut Response, text: &str, score: f64, evidence: Evidenc
     response.na_prob = 1.0 - score;
 }
 
-impl Pipeline {
+impl<S: DocumentStore> Pipeline<S> {
     /// Decides a comparison or yes/no question from sub-answers, replacing the read answer.
     #[allow(clippy::too_many_arguments)]
     fn decide(
@@ -838,7 +869,7 @@ impl Pipeline {
         pool: &Pool,
         filter: Option<&Filter>,
     ) -> Result<Option<Hit>> {
-        if let Some(doc_id) = self.titles().lookup(name).first() {
+        if let Some(doc_id) = self.hop_titles()?.lookup(name).first() {
             return Ok(self.first_passage(doc_id, filter));
         }
         let wanted = titles::title_words(name);
@@ -857,7 +888,8 @@ impl Pipeline {
                 return Ok(Some(hit.clone()));
             }
         }
-        let bm25 = self.index.bm25(self.index.settings().bm25).filtered(filter);
+        let index = self.hop_index()?;
+        let bm25 = index.bm25(index.settings().bm25).filtered(filter);
         Ok(bm25.retrieve(name, 1)?.into_iter().next())
     }
 }
@@ -870,7 +902,7 @@ struct Decision {
     steps: Vec<Step>,
 }
 
-impl Pipeline {
+impl<S: DocumentStore> Pipeline<S> {
     /// "..., X or Y?": the option whose value wins (years for temporal orders, numbers the reader
     /// finds for quantities), else the option whose passage says more of what the question asks.
     fn compare(
@@ -1061,7 +1093,7 @@ fn coverage_step(attributes: &[String], hit: &Hit) -> Step {
 
 /// The option whose passage covers more of the question's attribute words (ties: the first).
 fn by_coverage(
-    pipeline: &Pipeline,
+    pipeline: &Pipeline<impl DocumentStore>,
     question: &str,
     names: &[String; 2],
     entities: [&Hit; 2],

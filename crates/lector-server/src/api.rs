@@ -11,7 +11,7 @@ use crate::generative::{self, GenerativeAsk};
 use crate::keys::{Principal, TENANT_FIELD};
 use crate::limit::MAX_K;
 use crate::metrics::AnswerSignals;
-use crate::state::AppState;
+use crate::state::{embedded, AppState};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode};
@@ -714,8 +714,7 @@ pub async fn get_document(
         .gate
         .run(move || {
             let pipeline = shared.pipeline();
-            let doc = pipeline
-                .index()
+            let doc = embedded(&pipeline)?
                 .document(&id)
                 .filter(|d| tenant.as_ref().is_none_or(|t| d.passes(t)))
                 .ok_or_else(|| ApiError::not_found(format!("no document `{id}`")))?;
@@ -766,7 +765,7 @@ pub async fn list_documents(
         .gate
         .run(move || {
             let pipeline = shared.pipeline();
-            let index = pipeline.index();
+            let index = embedded(&pipeline)?;
             let page = index.documents_page(from.as_ref(), offset, limit, tenant.as_ref());
             let documents: Vec<Value> = page.documents.iter().map(listed).collect();
             let body = json!({

@@ -69,8 +69,8 @@ pub use access::ApiKey;
 pub use error::{ApiError, Error};
 pub use keys::{KeyFile, Principal, Scope};
 pub use limit::Limits;
-pub use open::{open, Opened};
-pub use state::{AppState, Config, FOLLOW_EVERY};
+pub use open::{open, open_store, Opened};
+pub use state::{AppState, Config, Served, FOLLOW_EVERY};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, StatusCode};
@@ -178,19 +178,36 @@ async fn openapi() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], OPENAPI)
 }
 
-/// Liveness, and the commit served (a read-only server's follows its writer's).
-async fn healthz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
+/// Liveness, and the commit served (a read-only server's follows its writer's). Over an
+/// external store, 503 while the store cannot be reached, so a load balancer sends asks to
+/// servers that can answer them.
+async fn healthz(State(state): State<Arc<AppState>>) -> Response {
     let pipeline = state.pipeline();
-    let index = pipeline.index();
+    let reached = match pipeline.store().as_index() {
+        Some(index) => Ok(Ok((index.generation(), index.len()))),
+        None => {
+            let store = pipeline.store().clone();
+            tokio::task::spawn_blocking(move || {
+                Ok::<_, lector_index::Error>((store.generation()?, store.counts()?.documents))
+            })
+            .await
+        }
+    };
+    let (generation, documents) = match reached {
+        Ok(Ok(reached)) => reached,
+        Ok(Err(err)) => return ApiError::from(err).into_response(),
+        Err(err) => return ApiError::internal(err.to_string()).into_response(),
+    };
     // With tenants, this route (which needs no key) tells nothing of the index: neither how many
     // documents it holds nor, through the generation, when anyone wrote.
     match state.config.keys {
-        Some(_) => axum::Json(serde_json::json!({"status": "ok"})),
+        Some(_) => axum::Json(serde_json::json!({"status": "ok"})).into_response(),
         None => axum::Json(serde_json::json!({
             "status": "ok",
-            "generation": index.generation(),
-            "documents": index.len(),
-        })),
+            "generation": generation,
+            "documents": documents,
+        }))
+        .into_response(),
     }
 }
 

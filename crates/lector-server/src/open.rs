@@ -1,11 +1,11 @@
-//! Starting a server from an index directory and a pipeline configuration, without the binary:
-//! the writer (or read-only access), the pipeline built over the index's last commit, and the
-//! state every request shares.
+//! Starting a server from an index directory (or an external store) and a pipeline
+//! configuration, without the binary: the writer (or read-only access), the pipeline built over
+//! the index's last commit, and the state every request shares.
 
 use crate::error::Error;
 use crate::state::{AppState, Config};
-use lector_index::{Index, IndexSettings, IndexWriter, SearchOptions};
-use lector_pipeline::{Built, PipelineConfig};
+use lector_index::{DocumentStore, Index, IndexSettings, IndexWriter, SearchOptions};
+use lector_pipeline::{Built, Calibration, PipelineConfig};
 use std::path::Path;
 
 /// A server's state, ready for [`crate::serve`], and what the user should know about how it
@@ -35,12 +35,34 @@ pub fn open(
         Some(w) => w.committed().clone(),
         None => Index::open(dir)?,
     };
+    opened(pipeline.build(index, notify)?, writer, config)
+}
+
+/// Serves an external store (e.g. Redis) read-only, with the calibration kept in it: document
+/// writes get 403 (they go to the store through `lector index add --store`), and every ask
+/// reads the store as it is then. `config` and `notify` as for [`open`].
+pub fn open_store(
+    store: impl DocumentStore + 'static,
+    pipeline: &PipelineConfig,
+    config: impl FnOnce(SearchOptions) -> Config,
+    notify: &dyn Fn(&str),
+) -> Result<Opened, Error> {
+    let calibration = Calibration::load_from(&store)?;
+    let built = pipeline.build_over(store, calibration, notify)?;
+    opened(built, None, config)
+}
+
+fn opened<S: DocumentStore + 'static>(
+    built: Built<S>,
+    writer: Option<IndexWriter>,
+    config: impl FnOnce(SearchOptions) -> Config,
+) -> Result<Opened, Error> {
     let Built {
         pipeline,
         search,
         embedder,
         warnings,
-    } = pipeline.build(index, notify)?;
+    } = built;
     let state = AppState::new(pipeline, writer, embedder, config(search))?;
     Ok(Opened { state, warnings })
 }

@@ -1,7 +1,7 @@
 //! What every request shares: the pipeline (index snapshot and reader), the index writer, the
 //! generator (optional), the gate, the metrics and the settings.
 //!
-//! Questions read an immutable snapshot: [`AppState::pipeline`] hands out an `Arc<Pipeline>`
+//! Questions read an immutable snapshot: [`AppState::pipeline`] hands out an `Arc<Served>`
 //! (a pointer copied under a lock held for nanoseconds), and a commit builds the next pipeline
 //! beside it and swaps the pointer. An ask keeps the snapshot it started with to its end, and a
 //! write never waits for asks, nor asks for a write.
@@ -16,7 +16,8 @@ use crate::limit::{Gate, Limits};
 use crate::metrics::{Gauges, LogLines, Metrics};
 use lector_generate::Generator;
 use lector_index::{
-    CommitInfo, Embedder, Index, IndexWriter, MergeJob, MergedSegment, SearchOptions,
+    CommitInfo, DocumentStore, Embedder, Index, IndexWriter, MergeJob, MergedSegment,
+    SearchOptions, StoreCounts,
 };
 use lector_pipeline::{Calibration, Pipeline};
 use lector_querylog::{Entry, QueryLog};
@@ -79,10 +80,14 @@ impl Config {
     }
 }
 
+/// The pipeline a server runs: over a snapshot of the embedded index, or over an external store
+/// (read-only; its documents are written by `lector index add --store`).
+pub type Served = Pipeline<Arc<dyn DocumentStore>>;
+
 /// The shared state of a running server.
 pub struct AppState {
     /// The snapshot asks and searches read; the lock guards only the pointer, never a read.
-    pipeline: RwLock<Arc<Pipeline>>,
+    pipeline: RwLock<Arc<Served>>,
     /// The single writer of the index; `None` when serving read-only, or after shutdown. An
     /// async lock, so that writes wait for it without holding a worker ([`Self::lock_writer`]).
     writer: Arc<tokio::sync::Mutex<Option<IndexWriter>>>,
@@ -118,11 +123,12 @@ pub struct AppState {
 pub const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl AppState {
-    /// State serving `pipeline`'s index, written through `writer` (none: read-only). For a dense
-    /// index, `embedder` must be the one the pipeline uses for queries (the `Arc` it was given);
-    /// the writer gets it too, to embed new passages.
-    pub fn new(
-        pipeline: Pipeline,
+    /// State serving `pipeline`'s store, written through `writer` (none: read-only; a writer
+    /// needs the store to be its embedded index). For a dense store, `embedder` must be the one
+    /// the pipeline uses for queries (the `Arc` it was given); the writer gets it too, to embed
+    /// new passages.
+    pub fn new<S: DocumentStore + 'static>(
+        pipeline: Pipeline<S>,
         writer: Option<IndexWriter>,
         embedder: Option<Arc<dyn Embedder>>,
         config: Config,
@@ -142,7 +148,7 @@ impl AppState {
         }
         let state = AppState {
             read_only: writer.is_none(),
-            pipeline: RwLock::new(Arc::new(with_titles(pipeline))),
+            pipeline: RwLock::new(Arc::new(with_titles(served(pipeline)))),
             writer: Arc::new(tokio::sync::Mutex::new(writer)),
             embedder,
             generator: None,
@@ -162,13 +168,13 @@ impl AppState {
             stopping: AtomicBool::new(false),
             follower: std::sync::Mutex::new(None),
         };
-        state.note_size(&state.pipeline().index().stats());
+        state.note_size(state.pipeline().store().as_ref())?;
         Ok(state)
     }
 
     /// The current snapshot: the pipeline over the last published commit. Holding it keeps that
     /// commit readable however many commits follow.
-    pub fn pipeline(&self) -> Arc<Pipeline> {
+    pub fn pipeline(&self) -> Arc<Served> {
         self.pipeline
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -336,6 +342,9 @@ impl AppState {
     /// same way: a new `calibration.json` (which `lector calibrate` writes under the writer
     /// lock, so never while a read-write server holds the index) replaces the one in use, and
     /// a broken one is reported and the last one kept. Does nothing on a read-write server.
+    ///
+    /// Over an external store, which every ask reads live, it follows the store's generation
+    /// instead: the sizes in `/metrics` and the calibration kept with the store.
     pub fn follow_commits(self: &Arc<Self>) {
         if !self.read_only {
             return;
@@ -353,17 +362,21 @@ impl AppState {
     }
 
     fn follow(&self) {
-        let dir = self.pipeline().index().dir().to_path_buf();
+        let dir = (self.pipeline().store().as_index()).map(|index| index.dir().to_path_buf());
         let mut last_error = String::new();
         while !self.stopping.load(Ordering::SeqCst) {
             std::thread::sleep(FOLLOW_EVERY);
-            match self.catch_up(&dir) {
+            let caught_up = match &dir {
+                Some(dir) => self.catch_up(dir),
+                None => self.catch_up_with_store(),
+            };
+            match caught_up {
                 Ok(()) => last_error.clear(),
                 // Said once per cause: the last commit is served meanwhile.
                 Err(err) if err.to_string() != last_error => {
                     last_error = err.to_string();
                     eprintln!(
-                        "warning: cannot follow the index (serving what was served before): {err}"
+                        "warning: cannot follow the store (serving what was served before): {err}"
                     );
                 }
                 Err(_) => {}
@@ -375,7 +388,7 @@ impl AppState {
     /// not the one in use.
     fn catch_up(&self, dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
         let current = self.pipeline();
-        let served = current.index().generation();
+        let served = self.generation.load(Ordering::Relaxed);
         // A broken calibration file is reported after the commits are followed, not instead.
         let (calibration, broken) = match Calibration::load(dir) {
             Ok(loaded) if loaded.as_ref() != current.calibration() => (Some(loaded), None),
@@ -387,7 +400,11 @@ impl AppState {
             if let Some(calibration) = calibration {
                 let threshold = calibration.as_ref().map(|c| c.threshold);
                 eprintln!("serving the index's new calibration (threshold {threshold:?})");
-                self.swap_in(current.with_index(index).with_calibration(calibration));
+                self.swap_in(
+                    current
+                        .with_store(served_index(index))
+                        .with_calibration(calibration),
+                );
             } else if index.generation() != served {
                 self.publish(index);
             }
@@ -395,10 +412,43 @@ impl AppState {
         broken.map_or(Ok(()), |err| Err(err.into()))
     }
 
-    fn note_size(&self, stats: &lector_index::IndexStats) {
-        self.documents.store(stats.documents, Ordering::Relaxed);
-        self.passages.store(stats.passages, Ordering::Relaxed);
-        self.generation.store(stats.generation, Ordering::Relaxed);
+    /// Notes an external store's new generation and size, and serves the calibration kept with
+    /// it when it is not the one in use (a small key, read like the embedded index's file).
+    fn catch_up_with_store(&self) -> Result<(), Box<dyn std::error::Error>> {
+        let current = self.pipeline();
+        let store = current.store();
+        let calibration = Calibration::load_from(store.as_ref())?;
+        if calibration.as_ref() != current.calibration() {
+            let threshold = calibration.as_ref().map(|c| c.threshold);
+            eprintln!("serving the store's new calibration (threshold {threshold:?})");
+            self.swap_in(
+                current
+                    .with_store(store.clone())
+                    .with_calibration(calibration),
+            );
+        } else if store.generation()? != self.generation.load(Ordering::Relaxed) {
+            self.note_size(store.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// Notes the size and generation of the store served, for `/metrics` and `/healthz`.
+    fn note_size(&self, store: &dyn DocumentStore) -> lector_index::Result<()> {
+        // The generation first: a commit between the two reads is then seen again next time.
+        let generation = store.generation()?;
+        let StoreCounts {
+            documents,
+            passages,
+        } = store.counts()?;
+        self.documents.store(documents, Ordering::Relaxed);
+        self.passages.store(passages, Ordering::Relaxed);
+        self.generation.store(generation, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The generation of the store served (as of the last commit or check).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
     }
 
     /// Runs `job` and the merges due after it, serving each finished one like a commit. Stops
@@ -443,12 +493,12 @@ impl AppState {
     /// is built outside the lock, then swapped in; asks already running finish on the snapshot
     /// they hold.
     fn publish(&self, index: Index) {
-        self.swap_in(self.pipeline().with_index(index));
+        self.swap_in(self.pipeline().with_store(served_index(index)));
     }
 
     /// Serves `pipeline` from now on.
-    fn swap_in(&self, pipeline: Pipeline) {
-        let stats = pipeline.index().stats();
+    fn swap_in(&self, pipeline: Served) {
+        let store = pipeline.store().clone();
         let next = Arc::new(with_titles(pipeline));
         let previous = std::mem::replace(
             &mut *self.pipeline.write().unwrap_or_else(|e| e.into_inner()),
@@ -456,13 +506,42 @@ impl AppState {
         );
         // The old snapshot is freed here or by the last ask holding it, never under the lock.
         drop(previous);
-        self.note_size(&stats);
+        if let Err(err) = self.note_size(store.as_ref()) {
+            eprintln!(
+                "warning: cannot read the size of {}: {err}",
+                store.location()
+            );
+        }
     }
 }
 
-/// `pipeline` with its title index built, so that no multi-hop ask builds it inside a request
-/// (it is built with every snapshot, at startup and after each commit or merge).
-fn with_titles(pipeline: Pipeline) -> Pipeline {
+/// The embedded index served; 501 over an external store, which lists no documents here.
+pub(crate) fn embedded(pipeline: &Served) -> Result<&Index, ApiError> {
+    pipeline.store().as_index().ok_or_else(|| {
+        ApiError::new(
+            axum::http::StatusCode::NOT_IMPLEMENTED,
+            format!(
+                "documents are listed and read only from an embedded index; the store {} is not one",
+                pipeline.store().location()
+            ),
+        )
+    })
+}
+
+/// An index snapshot as the store a server serves.
+fn served_index(index: Index) -> Arc<dyn DocumentStore> {
+    Arc::new(index)
+}
+
+/// `pipeline` over its store shared, as a server serves it.
+fn served<S: DocumentStore + 'static>(pipeline: Pipeline<S>) -> Served {
+    pipeline.map_store(|store| Arc::new(store) as Arc<dyn DocumentStore>)
+}
+
+/// `pipeline` with its title index built (over the embedded index), so that no multi-hop ask
+/// builds it inside a request (it is built with every snapshot, at startup and after each
+/// commit or merge).
+fn with_titles(pipeline: Served) -> Served {
     pipeline.titles();
     pipeline
 }
@@ -506,7 +585,7 @@ impl WriterGuard {
             }
         };
         let snapshot = self.writer().committed().clone();
-        if snapshot.generation() != self.state.pipeline().index().generation() {
+        if snapshot.generation() != self.state.generation() {
             self.state.publish(snapshot);
         }
         if let Some(job) = self.writer().next_merge() {

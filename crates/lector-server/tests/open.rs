@@ -37,7 +37,7 @@ fn opens_an_empty_directory_as_a_new_index_that_takes_documents_and_answers() {
             .any(|m| m.contains("created an empty index")),
         "{heard:?}"
     );
-    assert_eq!(state.pipeline().index().stats().documents, 0);
+    assert_eq!(state.pipeline().store().counts().unwrap().documents, 0);
     let mut writer = state.writer().unwrap();
     writer.writer().add(Document {
         id: "offsite".into(),

@@ -136,7 +136,7 @@ pub fn run(args: &HotpotArgs) -> Result<()> {
             ask_each(questions, args, &search, &pipeline, |q| {
                 let dir = temp.path().join(format!("q{}", q.id));
                 index_paragraphs(&dir, q.context.iter(), embedder.clone(), false)?;
-                Ok(Some(pipeline.with_index(Index::open(&dir)?)))
+                Ok(Some(pipeline.with_store(Index::open(&dir)?)))
             })?
         }
     };

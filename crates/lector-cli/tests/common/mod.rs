@@ -112,9 +112,14 @@ impl Drop for Server {
 /// `lector serve` on a free port with `extra` flags; returns the process and its address once
 /// it listens.
 pub fn serve(index: &str, extra: &[&str]) -> (Server, String) {
+    serve_with(&[&["--index", index], extra].concat())
+}
+
+/// `lector serve ARGS` on a free port; returns the process and its address once it listens.
+pub fn serve_with(args: &[&str]) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lector"))
-        .args(["serve", "--index", index, "--addr", "127.0.0.1:0"])
-        .args(extra)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

@@ -197,7 +197,8 @@ impl Labelling {
             Some(ask) => {
                 let pipeline = state.pipeline();
                 let skipped = queue.fresh.is_empty();
-                item(ask, pipeline.index(), down_voted(&entries, ask), skipped)
+                let index = crate::state::embedded(&pipeline)?;
+                item(ask, index, down_voted(&entries, ask), skipped)
             }
             None => json!({"message": "every logged question is labelled"}),
         };
@@ -234,7 +235,8 @@ impl Labelling {
                     request.request_id
                 ))
             })?;
-        let label = checked_label(state.pipeline().index(), ask, request, tenant)?;
+        let pipeline = state.pipeline();
+        let label = checked_label(crate::state::embedded(&pipeline)?, ask, request, tenant)?;
         self.with_store(|store| {
             store
                 .append(label.clone())

@@ -7,9 +7,9 @@ use crate::table::{fmt_prob, print_table};
 use anyhow::Result;
 use clap::Args;
 use lector_generate::grounded::{Layout, Passage, Reading};
-use lector_index::Index;
+use lector_index::{DocumentStore, Index};
 use lector_pipeline::multihop::{Decomposition, LlmDecomposer};
-use lector_pipeline::{AskOptions, Built, Response};
+use lector_pipeline::{AskOptions, Built, Calibration, Response};
 use lector_reader::{ReadParams, WindowProbabilities};
 use std::io::Write;
 use std::ops::ControlFlow;
@@ -81,13 +81,10 @@ pub fn run(args: AskArgs) -> Result<()> {
     if args.generate {
         return run_generative(&args);
     }
-    if let Some((url, connect)) = args.store.store(args.dir.given())? {
-        return ask_store(&args, &url, &connect);
-    }
     let Built {
         pipeline, search, ..
-    } = open_pipeline(
-        &args.dir.path(),
+    } = open_pipeline_over(
+        args.store.open(&args.dir)?,
         args.model.as_deref(),
         &args.retrieval,
         &args.rerank,
@@ -113,35 +110,6 @@ pub fn run(args: AskArgs) -> Result<()> {
         _ => None,
     };
     show(&args, &response, probabilities.as_deref())
-}
-
-/// `ask --store URL`: the same pipeline over a Redis store (one hop: multi-hop links documents
-/// by title through the embedded index).
-fn ask_store(
-    args: &AskArgs,
-    url: &lector_redis::StoreUrl,
-    connect: &lector_redis::ConnectOptions,
-) -> Result<()> {
-    if args.hops.hops != 1 {
-        anyhow::bail!(
-            "--hops needs an embedded index (--index DIR); a Redis store answers in one hop"
-        );
-    }
-    let store = lector_redis::RedisStore::open(url, connect)?;
-    let calibration = lector_pipeline::Calibration::load_from(&store)?;
-    let config = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
-    let built = config.build_over(store, calibration, &crate::search::notify)?;
-    let options = ask_options(args, built.search);
-    let response = built.pipeline.ask(&args.question, &options)?;
-    let probabilities = match (&response.answer, args.explain) {
-        (Some(answer), true) => Some(built.pipeline.token_probabilities(
-            &args.question,
-            &answer.evidence.passage_text,
-            &options,
-        )?),
-        _ => None,
-    };
-    show(args, &response, probabilities.as_deref())
 }
 
 /// Prints a response as JSON or text (with --explain, the passages and the reader's
@@ -241,16 +209,17 @@ fn run_generative(args: &AskArgs) -> Result<()> {
 /// ([`lector_pipeline::ambiguity`]) the answer names every reading; without a map nothing can be
 /// flagged, and the reader is not loaded.
 fn grounding(args: &AskArgs) -> Result<(Vec<Passage>, Layout)> {
-    let dir = args.dir.path();
-    let has_map = lector_pipeline::Calibration::load(&dir)?.is_some_and(|c| c.confidence.is_some());
+    let store = args.store.open(&args.dir)?;
+    let has_map = Calibration::load_from(&store)?.is_some_and(|c| c.confidence.is_some());
     if !has_map {
-        let passages =
-            retrieve_passages(&dir, &args.retrieval, &args.rerank, &args.question, args.k)?;
+        let (search, embedder) = args.retrieval.config().resolve(&store, &notify)?;
+        let retriever = store.retriever(&search, embedder.as_deref())?;
+        let passages = passages_for(&args.rerank, retriever.as_ref(), &args.question, args.k)?;
         return Ok((passages, Layout::default()));
     }
     let Built {
         pipeline, search, ..
-    } = open_pipeline(&dir, args.model.as_deref(), &args.retrieval, &args.rerank)?;
+    } = open_pipeline_over(store, args.model.as_deref(), &args.retrieval, &args.rerank)?;
     let response = pipeline.ask(&args.question, &ask_options(args, search))?;
     let passages = response
         .passages
@@ -273,20 +242,6 @@ fn grounding(args: &AskArgs) -> Result<(Vec<Passage>, Layout)> {
             ..Layout::default()
         },
     ))
-}
-
-/// The top `k` passages for `question` from the index in `dir`.
-fn retrieve_passages(
-    dir: &Path,
-    retrieval: &RetrievalOptions,
-    rerank: &RerankOptions,
-    question: &str,
-    k: usize,
-) -> Result<Vec<Passage>> {
-    let index = Index::open(dir)?;
-    let (search, embedder) = retrieval.config().resolve(&index, &notify)?;
-    let retriever = index.retriever(&search, embedder.as_deref())?;
-    passages_for(rerank, retriever.as_ref(), question, k)
 }
 
 /// The top `k` passages `retriever` gives `question`, reranked when --rerank is given, as the
@@ -315,7 +270,20 @@ pub fn open_pipeline(
     retrieval: &RetrievalOptions,
     rerank: &RerankOptions,
 ) -> Result<Built> {
-    let built = pipeline_config(model, retrieval, rerank).open(index_dir, &notify)?;
+    open_pipeline_over(Index::open(index_dir)?, model, retrieval, rerank)
+}
+
+/// The pipeline over `store`, with the calibration kept in it, as the shared options configure
+/// it; its warnings go to stderr.
+pub fn open_pipeline_over<S: DocumentStore>(
+    store: S,
+    model: Option<&Path>,
+    retrieval: &RetrievalOptions,
+    rerank: &RerankOptions,
+) -> Result<Built<S>> {
+    let calibration = Calibration::load_from(&store)?;
+    let built =
+        pipeline_config(model, retrieval, rerank).build_over(store, calibration, &notify)?;
     for warning in &built.warnings {
         eprintln!("warning: {warning}");
     }

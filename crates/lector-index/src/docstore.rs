@@ -52,6 +52,8 @@ pub trait DocumentStore: Send + Sync {
     fn passages(&self, id: &str) -> Result<Vec<Hit>>;
     /// The date of document `id`, when it has one.
     fn document_date(&self, id: &str) -> Result<Option<String>>;
+    /// The id and title of every document that has a title (multi-hop asks follow titles).
+    fn titles(&self) -> Result<Vec<(String, String)>>;
     /// A small file kept with the store (lector's calibration), `None` when there is none.
     fn read_file(&self, name: &str) -> Result<Option<String>>;
     /// Keeps a small file with the store, replacing the old one at once (the embedded index
@@ -208,6 +210,12 @@ impl DocumentStore for Index {
         Ok(self.document(id).and_then(|d| d.date.map(str::to_string)))
     }
 
+    fn titles(&self) -> Result<Vec<(String, String)>> {
+        Ok((self.documents())
+            .filter_map(|d| Some((d.id.to_string(), d.title?.to_string())))
+            .collect())
+    }
+
     fn read_file(&self, name: &str) -> Result<Option<String>> {
         let path = self.dir().join(name);
         match std::fs::read_to_string(&path) {
@@ -258,6 +266,9 @@ macro_rules! delegate_store {
             }
             fn document_date(&self, id: &str) -> Result<Option<String>> {
                 (**self).document_date(id)
+            }
+            fn titles(&self) -> Result<Vec<(String, String)>> {
+                (**self).titles()
             }
             fn read_file(&self, name: &str) -> Result<Option<String>> {
                 (**self).read_file(name)

@@ -39,7 +39,9 @@ pub use titles::TitleIndex;
 use crate::aggregate::{Aggregation, Candidate, Evidence, PassageReading};
 use crate::{default_search, ms, Error, Pipeline, Response, Result};
 use lector_eval::normalize::normalized_tokens;
-use lector_index::{DocumentStore, Filter, Hit, Index, Mode, Retriever, SearchOptions};
+use lector_index::{
+    filter::FilterInput, DocumentStore, Filter, Hit, Index, Mode, Retriever, SearchOptions,
+};
 use lector_reader::{Prediction, Query, ReadParams};
 use paths::{score_paths, Expansion, FirstHop, ScoredPath};
 use serde::Serialize;
@@ -212,7 +214,6 @@ impl<S: DocumentStore> Pipeline<S> {
         decomposer: Option<&dyn Decomposer>,
     ) -> Result<Response> {
         check_hop_options(hops)?;
-        self.hop_index()?;
         let analysis = question::analyse(question);
         let chain = match (decomposer, analysis.kind, hops.hops) {
             (Some(d), QuestionKind::Bridge, 2) => self.answer_chain(question, d, options)?,
@@ -361,31 +362,20 @@ impl<S: DocumentStore> Pipeline<S> {
         Ok(chain)
     }
 
-    /// The title index of this pipeline's index, built on first use; `None` over an external
-    /// store.
-    pub fn titles(&self) -> Option<&TitleIndex> {
-        self.hop_titles().ok()
+    /// The title index of the store's documents, built on first use (every title is read
+    /// once: a server builds it with each snapshot, outside requests).
+    pub fn titles(&self) -> Result<&TitleIndex> {
+        if let Some(titles) = self.titles.get() {
+            return Ok(titles);
+        }
+        let built = TitleIndex::build(&self.index.titles()?);
+        Ok(self.titles.get_or_init(|| built))
     }
 
-    fn hop_titles(&self) -> Result<&TitleIndex> {
-        let index = self.hop_index()?;
-        Ok(self.titles.get_or_init(|| TitleIndex::build(index)))
-    }
-
-    /// The embedded index that multi-hop asks look titles and documents up in.
-    fn hop_index(&self) -> Result<&Index> {
-        self.index
-            .as_index()
-            .ok_or_else(|| Error::NeedsEmbeddedIndex {
-                what: "multi-hop asks",
-                store: self.index.location(),
-            })
-    }
-
-    /// The date of document `doc_id` in the embedded index.
+    /// The date of document `doc_id` (an external store that fails here has failed the
+    /// retrieval before: the date is then left out).
     fn date_of(&self, doc_id: &str) -> Option<String> {
-        let doc = self.index.as_index()?.document(doc_id)?;
-        doc.date.map(str::to_string)
+        self.index.document_date(doc_id).ok().flatten()
     }
 
     /// Reads `hits` for `question` in one batch.
@@ -416,7 +406,7 @@ impl<S: DocumentStore> Pipeline<S> {
         for (rank, hit) in first.iter().enumerate() {
             ranks.insert(pool.add(hit), rank + 1);
         }
-        let titles = self.hop_titles()?;
+        let titles = self.titles()?;
         let mut expansions = Vec::new();
         for (i, hit) in first.iter().take(hops.beam).enumerate() {
             let mut expansion = Expansion {
@@ -440,7 +430,7 @@ impl<S: DocumentStore> Pipeline<S> {
             }
             for doc_id in titles.mentions(&hit.text) {
                 if doc_id != hit.doc_id {
-                    if let Some(linked) = self.first_passage(doc_id, filter) {
+                    if let Some(linked) = self.first_passage(doc_id, filter)? {
                         expansion.linked.push(pool.add(&linked));
                     }
                 }
@@ -449,7 +439,7 @@ impl<S: DocumentStore> Pipeline<S> {
         }
         let named_docs = titles.mentions(question);
         for doc_id in &named_docs {
-            if let Some(hit) = self.first_passage(doc_id, filter) {
+            if let Some(hit) = self.first_passage(doc_id, filter)? {
                 pool.add(&hit);
             }
         }
@@ -487,24 +477,28 @@ impl<S: DocumentStore> Pipeline<S> {
     }
 
     /// The first passage of a document that passes `filter`, as a hit with no retrieval score.
-    fn first_passage(&self, doc_id: &str, filter: Option<&Filter>) -> Option<Hit> {
-        let doc = self.index.as_index()?.document(doc_id)?;
-        if !filter.is_none_or(|f| doc.passes(f)) {
-            return None;
-        }
-        let span = *doc.passages.first()?;
-        Some(Hit {
-            doc_id: doc.id.to_string(),
-            title: doc.title.map(str::to_string),
-            metadata: doc.metadata.and_then(|m| serde_json::from_str(m).ok()),
-            page: None,
-            section: None,
-            passage: 0,
-            span,
-            text: doc.text[span.byte_start..span.byte_end].to_string(),
-            score: 0.0,
-            sources: Vec::new(),
-        })
+    fn first_passage(&self, doc_id: &str, filter: Option<&Filter>) -> Result<Option<Hit>> {
+        let Some(index) = self.index.as_index() else {
+            return self.stored_first_passage(doc_id, filter);
+        };
+        Ok(first_indexed_passage(index, doc_id, filter))
+    }
+
+    /// [`Self::first_passage`] from an external store.
+    fn stored_first_passage(&self, doc_id: &str, filter: Option<&Filter>) -> Result<Option<Hit>> {
+        let Some(hit) = self.index.passages(doc_id)?.into_iter().next() else {
+            return Ok(None);
+        };
+        let passes = match filter {
+            None => true,
+            Some(filter) => filter.matches(&FilterInput {
+                id: &hit.doc_id,
+                title: hit.title.as_deref(),
+                date: self.index.document_date(doc_id)?.as_deref(),
+                metadata: hit.metadata.as_ref(),
+            }),
+        };
+        Ok(passes.then_some(hit))
     }
 
     /// Reads each pair as one context (first passage, separator, second) and aggregates the
@@ -700,6 +694,27 @@ fn mention(hit: &Hit, title: Option<&str>) -> Option<(usize, usize)> {
     Some((start, start + first.chars().count()))
 }
 
+/// The first passage of document `doc_id` of the embedded index, if it passes `filter`.
+fn first_indexed_passage(index: &Index, doc_id: &str, filter: Option<&Filter>) -> Option<Hit> {
+    let doc = index.document(doc_id)?;
+    if !filter.is_none_or(|f| doc.passes(f)) {
+        return None;
+    }
+    let span = *doc.passages.first()?;
+    Some(Hit {
+        doc_id: doc.id.to_string(),
+        title: doc.title.map(str::to_string),
+        metadata: doc.metadata.and_then(|m| serde_json::from_str(m).ok()),
+        page: None,
+        section: None,
+        passage: 0,
+        span,
+        text: doc.text[span.byte_start..span.byte_end].to_string(),
+        score: 0.0,
+        sources: Vec::new(),
+    })
+}
+
 /// Evidence pointing at `start..end` (characters) of a passage.
 fn evidence(
     pipeline: &Pipeline<impl DocumentStore>,
@@ -869,8 +884,8 @@ impl<S: DocumentStore> Pipeline<S> {
         pool: &Pool,
         filter: Option<&Filter>,
     ) -> Result<Option<Hit>> {
-        if let Some(doc_id) = self.hop_titles()?.lookup(name).first() {
-            return Ok(self.first_passage(doc_id, filter));
+        if let Some(doc_id) = self.titles()?.lookup(name).first() {
+            return self.first_passage(doc_id, filter);
         }
         let wanted = titles::title_words(name);
         let share = |hit: &Hit| {
@@ -888,8 +903,13 @@ impl<S: DocumentStore> Pipeline<S> {
                 return Ok(Some(hit.clone()));
             }
         }
-        let index = self.hop_index()?;
-        let bm25 = index.bm25(index.settings().bm25).filtered(filter);
+        if let Some(index) = self.index.as_index() {
+            let bm25 = index.bm25(index.settings().bm25).filtered(filter);
+            return Ok(bm25.retrieve(name, 1)?.into_iter().next());
+        }
+        let mut search = SearchOptions::for_index(&self.index, Mode::Bm25);
+        search.filter = filter.cloned();
+        let bm25 = self.index.retriever(&search, None)?;
         Ok(bm25.retrieve(name, 1)?.into_iter().next())
     }
 }

@@ -371,6 +371,10 @@ impl DocumentStore for RedisStore {
             .run(|c| redis::cmd("HGET").arg(&key).arg("date").query(c))
     }
 
+    fn titles(&self) -> Result<Vec<(String, String)>> {
+        search::titles(self)
+    }
+
     fn read_file(&self, name: &str) -> Result<Option<String>> {
         let key = self.link.key(&format!("file:{name}"));
         self.link.run(|c| redis::cmd("GET").arg(&key).query(c))

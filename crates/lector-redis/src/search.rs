@@ -317,6 +317,45 @@ pub(crate) fn document_passages(store: &RedisStore, id: &str) -> Result<Vec<Hit>
         .collect()
 }
 
+/// Documents whose titles one round trip fetches.
+const TITLES_PER_ROUND_TRIP: usize = 1000;
+
+/// Every document id (`SSCAN` of the document set) with the title its first passage carries.
+pub(crate) fn titles(store: &RedisStore) -> Result<Vec<(String, String)>> {
+    let docs = store.link.key("docs");
+    let mut ids: Vec<String> = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, batch): (u64, Vec<String>) = store.link.run(|c| {
+            redis::cmd("SSCAN")
+                .arg(&docs)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(TITLES_PER_ROUND_TRIP)
+                .query(c)
+        })?;
+        ids.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    ids.sort();
+    ids.dedup(); // SSCAN may return an element twice
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(TITLES_PER_ROUND_TRIP) {
+        let mut pipe = redis::pipe();
+        for id in chunk {
+            pipe.cmd("HGET")
+                .arg(passage_key(&store.link, id, 0))
+                .arg("title");
+        }
+        let titles: Vec<Option<String>> = store.link.run(|c| pipe.query(c))?;
+        out.extend((chunk.iter().zip(titles)).filter_map(|(id, t)| Some((id.clone(), t?))));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::any_of_terms;

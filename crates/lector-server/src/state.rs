@@ -418,16 +418,15 @@ impl AppState {
         let current = self.pipeline();
         let store = current.store();
         let calibration = Calibration::load_from(store.as_ref())?;
-        if calibration.as_ref() != current.calibration() {
+        let recalibrated = calibration.as_ref() != current.calibration();
+        if recalibrated {
             let threshold = calibration.as_ref().map(|c| c.threshold);
             eprintln!("serving the store's new calibration (threshold {threshold:?})");
-            self.swap_in(
-                current
-                    .with_store(store.clone())
-                    .with_calibration(calibration),
-            );
-        } else if store.generation()? != self.generation.load(Ordering::Relaxed) {
-            self.note_size(store.as_ref())?;
+        }
+        if recalibrated || store.generation()? != self.generation.load(Ordering::Relaxed) {
+            // A fresh pipeline: its title index (multi-hop) is rebuilt on first use.
+            let next = current.with_store(store.clone());
+            self.swap_in(next.with_calibration(calibration));
         }
         Ok(())
     }
@@ -538,11 +537,19 @@ fn served<S: DocumentStore + 'static>(pipeline: Pipeline<S>) -> Served {
     pipeline.map_store(|store| Arc::new(store) as Arc<dyn DocumentStore>)
 }
 
-/// `pipeline` with its title index built (over the embedded index), so that no multi-hop ask
-/// builds it inside a request (it is built with every snapshot, at startup and after each
-/// commit or merge).
+/// `pipeline` with its title index built, so that no multi-hop ask builds it inside a request
+/// (over the embedded index it is built with every snapshot, at startup and after each commit or
+/// merge). Over an external store, where that means reading every title over the network, the
+/// first multi-hop ask after a change builds it.
 fn with_titles(pipeline: Served) -> Served {
-    pipeline.titles();
+    if let Some(index) = pipeline.store().as_index() {
+        if let Err(err) = pipeline.titles() {
+            eprintln!(
+                "warning: cannot read the titles of {}: {err}",
+                index.dir().display()
+            );
+        }
+    }
     pipeline
 }
 

@@ -2,8 +2,8 @@
 //! evaluation itself is `lector_pipeline::odqa`).
 
 use super::{write_jsonl, OutputArgs};
-use crate::ask::open_pipeline;
-use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
+use crate::ask::{open_pipeline, open_pipeline_over};
+use crate::search::{RerankOptions, RetrievalOptions};
 use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -103,17 +103,10 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         .expect("one input");
     match crate::store::open_if_url(&source)? {
         Some(store) => {
-            let calibration = lector_pipeline::Calibration::load_from(&store)?;
-            let config = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
-            let built = config.build_over(store, calibration, &notify)?;
-            evaluate(
-                args,
-                &built.pipeline,
-                built.search,
-                dataset,
-                withheld,
-                input,
-            )
+            let Built {
+                pipeline, search, ..
+            } = open_pipeline_over(store, args.model.as_deref(), &args.retrieval, &args.rerank)?;
+            evaluate(args, &pipeline, search, dataset, withheld, input)
         }
         None => {
             let Built {

@@ -5,7 +5,6 @@
 //! when its words appear in the text as consecutive words, ignoring case, punctuation and a
 //! trailing parenthetical ("Inception (film)" matches "Inception").
 
-use lector_index::Index;
 use std::collections::HashMap;
 
 /// Titles made only of these words name nothing specific enough to follow.
@@ -48,16 +47,15 @@ pub struct TitleIndex {
 }
 
 impl TitleIndex {
-    /// Every live titled document of `index`.
-    pub fn build(index: &Index) -> Self {
+    /// Documents by title, from (id, title) pairs ([`lector_index::DocumentStore::titles`]).
+    pub fn build(titles: &[(String, String)]) -> Self {
         let mut by_words: HashMap<Vec<String>, Vec<String>> = HashMap::new();
-        for doc in index.documents() {
-            let Some(title) = doc.title else { continue };
+        for (id, title) in titles {
             let key = title_words(title);
             if key.is_empty() || key.len() > MAX_TITLE_WORDS || key.iter().all(|w| is_stopword(w)) {
                 continue;
             }
-            by_words.entry(key).or_default().push(doc.id.to_string());
+            by_words.entry(key).or_default().push(id.clone());
         }
         for ids in by_words.values_mut() {
             ids.sort();

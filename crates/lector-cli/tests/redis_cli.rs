@@ -152,6 +152,32 @@ fn a_redis_store_answers_like_the_embedded_index_and_fails_clearly_without_redis
         ranked(&search(&["--index", &index])["hits"])
     );
 
+    // Filters select in Redis; a range condition has no Redis form and says so.
+    let filtered = json(&ok(&lector(&[
+        "search",
+        "city river",
+        "--store",
+        &store,
+        "--filter",
+        r#"title == "Super Bowl 50""#,
+        "--json",
+    ])));
+    let hits = filtered["hits"].as_array().unwrap();
+    assert!(!hits.is_empty());
+    assert!(
+        hits.iter().all(|h| h["title"] == "Super Bowl 50"),
+        "{filtered}"
+    );
+    let err = fails(&lector(&[
+        "search",
+        "city",
+        "--store",
+        &store,
+        "--filter",
+        "year > 2000",
+    ]));
+    assert!(err.contains("range conditions"), "{err}");
+
     // Answer containment of the slice's own questions, through the store.
     let recall = json(&ok(&lector(&[
         "eval",
@@ -287,8 +313,8 @@ fn a_server_over_a_redis_store_follows_it_and_answers_503_while_redis_is_gone() 
     assert_eq!(status, 200, "{body}");
     assert!(json(&body)["hops"].is_object(), "{body}");
 
-    // A key confined to a tenant is a filter, which a Redis store refuses: its asks fail rather
-    // than read other tenants' passages.
+    // A key confined to a tenant searches with its tenant's own BM25 statistics, which Redis does
+    // not keep: its asks fail rather than score with every tenant's.
     let keys = dir.path().join("keys.json").to_string_lossy().into_owned();
     let tenant_key = ok(&lector(&[
         "keys", "add", "acme", "--file", &keys, "--scopes", "ask", "--tenant", "acme",
@@ -297,7 +323,10 @@ fn a_server_over_a_redis_store_follows_it_and_answers_503_while_redis_is_gone() 
     let bearer = format!("Authorization: Bearer {}", tenant_key.trim());
     let (status, body) = common::http_with(&tenant_addr, "POST", "/v1/ask", Some(ask), &[&bearer]);
     assert_eq!(status, 400, "{body}");
-    assert!(body.contains("filters are not supported"), "{body}");
+    assert!(
+        body.contains("statistics of the filtered documents"),
+        "{body}"
+    );
 
     // Documents another process adds are searched at once and counted within the follow bound.
     ok(&lector(&["index", "add", &second, "--store", &store]));

@@ -32,6 +32,7 @@
 //! Cross-shard search needs the Redis 8 / Redis Enterprise coordinator: run a store on one
 //! primary (with replicas for reads) or on such a cluster; lector does no scatter-gather itself.
 
+mod filter;
 mod search;
 mod url;
 mod writer;
@@ -122,6 +123,9 @@ pub(crate) struct StoreMeta {
     pub settings: IndexSettings,
     pub dense: Option<DenseMeta>,
     pub vector_type: VectorType,
+    /// Whether its passages carry the tags filters match ([`filter`]): stores created by
+    /// earlier builds do not.
+    pub filterable: bool,
 }
 
 /// A connection to Redis that is dropped at the first failure and made again at the next

@@ -1,11 +1,12 @@
 //! BM25 and KNN through `FT.SEARCH`, and the hits they give.
 
+use crate::filter::{selection, Selection};
 use crate::writer::{document_key, passage_key};
 use crate::RedisStore;
 use lector_index::analysis::Analyzer;
 use lector_index::{
-    Bm25Params, Embedder, Error, Hit, HybridRetriever, Mode, Result, Retriever, RetrieverKind,
-    SearchOptions, Source, Span, DEFAULT_EF,
+    Bm25Params, Embedder, Error, Filter, Hit, HybridRetriever, Mode, Result, Retriever,
+    RetrieverKind, SearchOptions, Source, Span, DEFAULT_EF,
 };
 use redis::Value;
 use std::collections::HashMap;
@@ -20,12 +21,10 @@ pub(crate) fn retriever<'a>(
     options: &SearchOptions,
     embedder: Option<&'a dyn Embedder>,
 ) -> Result<Box<dyn Retriever + 'a>> {
-    if options.filter.is_some() {
-        return Err(Error::Config(format!(
-            "filters are not supported on the Redis store {} yet; use an embedded index (--index DIR) to filter",
-            store.url()
-        )));
-    }
+    let selected = match &options.filter {
+        Some(filter) => filtered(store, filter, options.statistics_within_filter)?,
+        None => Selection::All,
+    };
     if options.bm25 != Bm25Params::default() {
         return Err(Error::Config(format!(
             "Redis scores BM25 with k1 = 1.2 and b = 0.75 only; the store {} cannot search with k1 = {}, b = {}",
@@ -34,11 +33,14 @@ pub(crate) fn retriever<'a>(
             options.bm25.b
         )));
     }
-    let bm25 = Bm25 { store };
+    let bm25 = Bm25 {
+        store,
+        selected: selected.clone(),
+    };
     if options.mode == Mode::Bm25 {
         return Ok(Box::new(bm25));
     }
-    let dense = Knn::new(store, embedder, options.ef)?;
+    let dense = Knn::new(store, embedder, options.ef, selected)?;
     Ok(match options.mode {
         Mode::Dense => Box::new(dense),
         _ => Box::new(HybridRetriever::new(
@@ -49,9 +51,28 @@ pub(crate) fn retriever<'a>(
     })
 }
 
-/// BM25 by Redis (`SCORER BM25STD`) over the passages' `body`.
+/// What `filter` selects in `store`: stores created before filters have no tags to match, and
+/// Redis keeps one set of BM25 statistics for the whole store.
+fn filtered(store: &RedisStore, filter: &Filter, own_statistics: bool) -> Result<Selection> {
+    if !store.meta.filterable {
+        return Err(Error::Config(format!(
+            "the store {} was created before lector could filter Redis stores; add its documents to a new store to filter",
+            store.url()
+        )));
+    }
+    if own_statistics {
+        return Err(Error::Config(format!(
+            "the store {} cannot score BM25 with the statistics of the filtered documents alone (Redis keeps one set per store)",
+            store.url()
+        )));
+    }
+    selection(filter).map_err(|e| Error::Config(format!("the store {}: {e}", store.url())))
+}
+
+/// BM25 by Redis (`SCORER BM25STD`) over the passages' `body`, among the passages selected.
 struct Bm25<'a> {
     store: &'a RedisStore,
+    selected: Selection,
 }
 
 impl Retriever for Bm25<'_> {
@@ -63,9 +84,14 @@ impl Retriever for Bm25<'_> {
         let Some(terms) = any_of_terms(&self.store.analyzer, query) else {
             return Ok(Vec::new());
         };
+        let query = match &self.selected {
+            Selection::All => format!("@body:({terms})"),
+            Selection::Nothing => return Ok(Vec::new()),
+            Selection::Query(q) => format!("@body:({terms}) {q}"),
+        };
         let mut cmd = redis::cmd("FT.SEARCH");
         cmd.arg(self.store.url().name())
-            .arg(format!("@body:({terms})"))
+            .arg(query)
             .arg("SCORER")
             .arg("BM25STD")
             .arg("WITHSCORES");
@@ -86,11 +112,13 @@ fn any_of_terms(analyzer: &Analyzer, query: &str) -> Option<String> {
     (!terms.is_empty()).then(|| terms.join("|"))
 }
 
-/// KNN by Redis's HNSW over the passage vectors; the score is the cosine similarity.
+/// KNN by Redis's HNSW over the passage vectors (among the passages selected); the score is the
+/// cosine similarity.
 struct Knn<'a> {
     store: &'a RedisStore,
     embedder: &'a dyn Embedder,
     ef: usize,
+    selected: Selection,
 }
 
 impl<'a> Knn<'a> {
@@ -98,6 +126,7 @@ impl<'a> Knn<'a> {
         store: &'a RedisStore,
         embedder: Option<&'a dyn Embedder>,
         ef: Option<usize>,
+        selected: Selection,
     ) -> Result<Self> {
         let Some(meta) = store.meta.dense.as_ref() else {
             return Err(Error::Config(format!(
@@ -118,6 +147,7 @@ impl<'a> Knn<'a> {
             embedder,
             // Redis's HNSW has no exact mode: "exact" asks it for its default beam.
             ef: ef.unwrap_or(DEFAULT_EF),
+            selected,
         })
     }
 }
@@ -128,11 +158,16 @@ impl Retriever for Knn<'_> {
     }
 
     fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let among = match &self.selected {
+            Selection::All => "*".to_string(),
+            Selection::Nothing => return Ok(Vec::new()),
+            Selection::Query(q) => format!("({q})"),
+        };
         let vector = lector_index::embed_query(self.embedder, query)?;
         let blob = self.store.meta.vector_type.bytes(&vector);
         let mut cmd = redis::cmd("FT.SEARCH");
         cmd.arg(self.store.url().name())
-            .arg("*=>[KNN $k @vec $v EF_RUNTIME $ef AS dist]")
+            .arg(format!("{among}=>[KNN $k @vec $v EF_RUNTIME $ef AS dist]"))
             .arg("PARAMS")
             .arg(6)
             .arg("k")

@@ -357,8 +357,12 @@ fn passage_fields(doc: &Document, passage: &Passage, body: &str) -> Vec<(&'stati
     if let Some(metadata) = &doc.metadata {
         fields.push(("meta", metadata.to_string()));
     }
+    fields.push(("tags", crate::filter::document_tags(doc)));
     fields
 }
+
+/// The `filters` entry of a store's record whose passages carry filter tags (`crate::filter`).
+const FILTER_TAGS: &str = "tags-1";
 
 /// Creates the store: its search index, then its record (last, so that a store whose creation
 /// failed half-way is created again).
@@ -394,7 +398,9 @@ fn create(
         .arg("SCHEMA")
         .arg("body")
         .arg("TEXT")
-        .arg("NOSTEM");
+        .arg("NOSTEM")
+        .arg("tags")
+        .arg("TAG");
     if let Some(embedder) = embedder {
         create
             .arg("vec")
@@ -425,7 +431,9 @@ fn create(
         .arg("settings")
         .arg(settings_json)
         .arg("vector_type")
-        .arg(vector_type.name());
+        .arg(vector_type.name())
+        .arg("filters")
+        .arg(FILTER_TAGS);
     if let Some(dense) = &dense {
         record
             .arg("dense")
@@ -436,6 +444,7 @@ fn create(
         settings,
         dense,
         vector_type,
+        filterable: true,
     })
 }
 
@@ -472,6 +481,7 @@ pub(crate) fn read_meta(link: &Link) -> Result<Option<StoreMeta>> {
         settings,
         dense,
         vector_type,
+        filterable: fields.get("filters").map(String::as_str) == Some(FILTER_TAGS),
     }))
 }
 

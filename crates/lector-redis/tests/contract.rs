@@ -7,6 +7,7 @@
 mod common;
 
 use common::{embedder, RedisServer};
+use lector_index::filter::FilterInput;
 use lector_index::{
     AddOutcome, Document, DocumentStore, Filter, Hit, Index, IndexSettings, IndexWriter, Mode,
     SearchOptions, StoreWriter,
@@ -75,11 +76,76 @@ fn search(store: &dyn DocumentStore, mode: Mode, query: &str, k: usize) -> Vec<H
     retriever.retrieve(query, k).unwrap()
 }
 
+/// Filters the two stores must answer alike (the documents' metadata: [`with_metadata`]).
+const FILTERS: [&str; 6] = [
+    r#"group == "x""#,
+    r#"group in ["x", "z"] and not nested.open == true"#,
+    r#"tags == "t1" or year == 2016.0"#,
+    "year != 2017",
+    r#"date == "2021-03-04" and tags == "all""#,
+    r#"year == "2016""#, // a string never equals the number 2016: nothing
+];
+
+/// SciFact abstracts given metadata to filter on: a year, a group, a list of tags, a nested flag,
+/// and a date on every fourth.
+fn with_metadata(docs: Vec<Document>) -> Vec<Document> {
+    let groups = ["x", "y", "z"];
+    (docs.into_iter().enumerate())
+        .map(|(i, mut doc)| {
+            doc.metadata = Some(serde_json::json!({
+                "year": 2015 + i % 5,
+                "group": groups[i % 3],
+                "tags": [format!("t{}", i % 4), "all"],
+                "nested": {"open": i % 2 == 0},
+            }));
+            doc.date = (i % 4 == 0).then(|| "2021-03-04".to_string());
+            doc
+        })
+        .collect()
+}
+
+/// Every filter of [`FILTERS`] by dense and BM25 search: each hit passes it (as lector decides);
+/// the dense top 10 in order and every passage found, sorted.
+fn filtered_searches(store: &dyn DocumentStore, docs: &[Document]) -> Vec<Vec<String>> {
+    let e = embedder();
+    let mut seen = Vec::new();
+    for text in FILTERS {
+        let filter = Filter::parse(text).unwrap();
+        for mode in [Mode::Dense, Mode::Bm25] {
+            let mut options = SearchOptions::for_index(store, mode);
+            options.filter = Some(filter.clone());
+            let retriever = store.retriever(&options, Some(e.as_ref())).unwrap();
+            let hits = retriever.retrieve("cell protein expression", 1000).unwrap();
+            for hit in &hits {
+                let doc = docs.iter().find(|d| d.id == hit.doc_id).unwrap();
+                let input = FilterInput {
+                    id: &doc.id,
+                    title: doc.title.as_deref(),
+                    date: doc.date.as_deref(),
+                    metadata: doc.metadata.as_ref(),
+                };
+                assert!(filter.matches(&input), "{text}: {}", hit.doc_id);
+            }
+            let mut found: Vec<String> = hits
+                .iter()
+                .map(|h| format!("{}#{}", h.doc_id, h.passage))
+                .collect();
+            if mode == Mode::Dense {
+                seen.push(found.iter().take(10).cloned().collect());
+            }
+            found.sort();
+            seen.push(found);
+        }
+    }
+    seen
+}
+
 /// What a store gave back, for comparing the two.
 struct Seen {
     passages: Vec<Vec<Hit>>,
     dense: Vec<Vec<(String, usize, f64)>>,
     bm25_top10: Vec<Vec<String>>,
+    filtered: Vec<Vec<String>>,
 }
 
 /// The contract, on one place: every check here must hold for every store.
@@ -152,6 +218,8 @@ fn contract(place: &Place, docs: &[Document]) -> Seen {
         );
     }
 
+    let filtered = filtered_searches(&*store, docs);
+
     // Replace, keep unchanged, remove; then a new writer sees the same documents as unchanged.
     drop(writer);
     let mut writer = place.writer();
@@ -190,12 +258,13 @@ fn contract(place: &Place, docs: &[Document]) -> Seen {
         passages,
         dense,
         bm25_top10,
+        filtered,
     }
 }
 
 #[test]
 fn the_embedded_index_and_redis_keep_the_same_contract() {
-    let docs = scifact(60);
+    let docs = with_metadata(scifact(60));
     let server = RedisServer::start(&[]);
     let embedded = contract(&Place::Embedded(tempfile::tempdir().unwrap()), &docs);
     let redis = contract(
@@ -214,6 +283,10 @@ fn the_embedded_index_and_redis_keep_the_same_contract() {
             assert!((a.2 - b.2).abs() < 1e-4, "{} vs {}", a.2, b.2);
         }
     }
+    // Filters select the same passages; dense search ranks them alike.
+    assert_eq!(embedded.filtered, redis.filtered);
+    assert!(embedded.filtered.iter().filter(|f| f.is_empty()).count() >= 3);
+    assert!(embedded.filtered.iter().filter(|f| !f.is_empty()).count() >= 10);
     // BM25 differs by tokenizer, stopwords and stemmer: report how much the top 10 agree.
     let overlap: f64 = (embedded.bm25_top10.iter().zip(&redis.bm25_top10))
         .map(|(e, r)| e.iter().filter(|h| r.contains(h)).count() as f64 / e.len() as f64)
@@ -234,8 +307,12 @@ fn redis_refuses_what_it_would_do_differently() {
     let mut options = SearchOptions::for_index(&store, Mode::Bm25);
     options.filter = Some(Filter::parse("year >= 2020").unwrap());
     let err = store.retriever(&options, None).err().unwrap().to_string();
+    assert!(err.contains("range conditions"), "{err}");
+    options.filter = Some(Filter::parse(r#"tenant == "acme""#).unwrap());
+    options.statistics_within_filter = true;
+    let err = store.retriever(&options, None).err().unwrap().to_string();
     assert!(
-        err.contains("filters are not supported on the Redis store"),
+        err.contains("statistics of the filtered documents"),
         "{err}"
     );
     let mut options = SearchOptions::for_index(&store, Mode::Bm25);

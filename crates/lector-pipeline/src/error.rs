@@ -30,9 +30,6 @@ pub enum Error {
     /// Decomposing a question into sub-questions failed (e.g. the language model's endpoint).
     #[error("decomposing the question failed: {0}")]
     Decompose(String),
-    /// A feature that needs the embedded index was asked of an external store.
-    #[error("{what} need an embedded index (`--index DIR`); the store {store} is not one")]
-    NeedsEmbeddedIndex { what: &'static str, store: String },
     /// Options that cannot work (e.g. `k = 0`).
     #[error("invalid options: {0}")]
     Options(String),

@@ -477,12 +477,6 @@ impl<S: DocumentStore> Pipeline<S> {
             titles: self.titles,
         }
     }
-
-    /// Replaces the store with another snapshot (e.g. a writer's new commit); returns the old one.
-    pub fn set_store(&mut self, store: S) -> S {
-        self.titles = OnceLock::new();
-        std::mem::replace(&mut self.index, store)
-    }
 }
 
 /// Marks an answer whose documents disagree (not an abstention), with its readings.

@@ -421,6 +421,7 @@ fn create(
             return Err(err);
         }
     }
+    wait_for_initial_scan(link, name)?;
     let dense = embedder.map(DenseMeta::of);
     let settings_json = serde_json::to_string(&settings).expect("settings serialise");
     let mut record = redis::cmd("HSET");
@@ -483,6 +484,31 @@ pub(crate) fn read_meta(link: &Link) -> Result<Option<StoreMeta>> {
         vector_type,
         filterable: fields.get("filters").map(String::as_str) == Some(FILTER_TAGS),
     }))
+}
+
+/// The longest a new store waits for RediSearch's scan of the existing keys.
+const INITIAL_SCAN_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits until RediSearch has scanned the keys that existed when index `name` was created.
+/// Passages written during that scan are indexed twice (by the scan and by the write), and the
+/// copy left behind counts in BM25's statistics until Redis's garbage collector removes it, so
+/// scores would depend on when the store was queried.
+fn wait_for_initial_scan(link: &Link, name: &str) -> Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        let info: redis::Value = link.run(|c| redis::cmd("FT.INFO").arg(name).query(c))?;
+        if crate::search::info_field(&info, "indexing").as_deref() == Some("0") {
+            return Ok(());
+        }
+        if start.elapsed() > INITIAL_SCAN_LIMIT {
+            return Err(Error::Config(format!(
+                "Redis is still scanning its keys for the new store {} after {} s; add the documents again once FT.INFO {name} shows indexing 0",
+                link.url(),
+                INITIAL_SCAN_LIMIT.as_secs()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// `NAME:d:ID`: the record of document ID.

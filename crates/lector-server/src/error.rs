@@ -159,9 +159,6 @@ impl From<lector_pipeline::Error> for ApiError {
         match err {
             E::EmptyQuestion | E::Options(_) => ApiError::bad_request(err.to_string()),
             E::Index(err) => err.into(),
-            E::NeedsEmbeddedIndex { .. } => {
-                ApiError::new(StatusCode::NOT_IMPLEMENTED, err.to_string())
-            }
             E::Reader(lector_reader::Error::Params(_)) => ApiError::bad_request(err.to_string()),
             _ => ApiError::internal(err.to_string()),
         }

@@ -514,13 +514,14 @@ impl AppState {
     }
 }
 
-/// The embedded index served; 501 over an external store, which lists no documents here.
+/// The embedded index served, for the routes only it can answer (listing and reading documents,
+/// labelling); 501 over an external store.
 pub(crate) fn embedded(pipeline: &Served) -> Result<&Index, ApiError> {
     pipeline.store().as_index().ok_or_else(|| {
         ApiError::new(
             axum::http::StatusCode::NOT_IMPLEMENTED,
             format!(
-                "documents are listed and read only from an embedded index; the store {} is not one",
+                "this route needs an embedded index (`--index DIR`); the store {} is not one",
                 pipeline.store().location()
             ),
         )

@@ -416,8 +416,10 @@ fn create(
     }
     let exists: std::result::Result<(), Error> = link.run(|c| create.query::<()>(c));
     if let Err(err) = exists {
-        // An index left by a creation that failed before its record was written is reused.
-        if !err.to_string().contains("Index already exists") {
+        // An index left by a creation that failed before its record was written is reused, and
+        // so is one that another writer (a parallel Ray shard) created a moment ago. RediSearch
+        // says "Index already exists"; the client shows it as `"Index": already exists`.
+        if !err.to_string().contains("already exists") {
             return Err(err);
         }
     }

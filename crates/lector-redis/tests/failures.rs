@@ -255,3 +255,32 @@ fn passwords_and_tls_pass_through_and_the_password_is_never_shown() {
         "{err}"
     );
 }
+
+#[test]
+fn writers_creating_one_store_at_once_all_succeed() {
+    // Parallel Ray shards open the same new store at the same moment: whichever FT.CREATE comes
+    // second must reuse the index, not fail.
+    let server = RedisServer::start(&[]);
+    for round in 0..5 {
+        let url = StoreUrl::parse(&server.url(&format!("race{round}"))).unwrap();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let writers: Vec<_> = (0..4)
+            .map(|i| {
+                let (url, start) = (url.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let mut w = writer(&url, &quick());
+                    w.add(doc(round * 10 + i)).unwrap();
+                    w.commit(&mut |_, _| {}).map(|_| ())
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join()
+                .unwrap()
+                .expect("every writer opens the store and commits");
+        }
+        let store = RedisStore::open(&url, &quick()).unwrap();
+        assert_eq!(store.counts().unwrap().documents, 4);
+    }
+}

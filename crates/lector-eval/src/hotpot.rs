@@ -172,7 +172,12 @@ impl Question {
 /// Reads an official HotpotQA file (a JSON list of questions). Errors name the file and, for a
 /// malformed question, its index, `_id` and field; a file without questions is an error.
 pub fn read_dataset(path: &Path) -> Result<Vec<Question>> {
-    let entries: Vec<Value> = parse_json(path, &read_text(path)?, 0)?;
+    parse_dataset(path, &read_text(path)?)
+}
+
+/// [`read_dataset`] of the file's text (`path` names it in errors).
+pub fn parse_dataset(path: &Path, text: &str) -> Result<Vec<Question>> {
+    let entries: Vec<Value> = parse_json(path, text, 0)?;
     if entries.is_empty() {
         return Err(invalid(path, "no questions: the list is empty"));
     }

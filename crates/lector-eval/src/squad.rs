@@ -9,7 +9,7 @@
 //! script's rule; the v2.0 script would crash on it). [`Evaluation::missing`] lists such questions.
 
 use crate::error::Result;
-use crate::input::{invalid, parse_json, read_json, read_json_entries};
+use crate::input::{invalid, parse_json, read_json_entries};
 use crate::normalize::{normalize_answer, tokens_of};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
@@ -118,7 +118,12 @@ impl SquadFile {
 
 /// Reads a SQuAD json file (`{"version", "data": [{"title", "paragraphs": [{"context", "qas"}]}]}`).
 pub fn read_dataset(path: &Path) -> Result<Dataset> {
-    let file: SquadFile = read_json(path)?;
+    parse_dataset(path, &crate::input::read_text(path)?)
+}
+
+/// [`read_dataset`] of the file's text (`path` names it in errors).
+pub fn parse_dataset(path: &Path, text: &str) -> Result<Dataset> {
+    let file: SquadFile = parse_json(path, text, 0)?;
     let version = match file.version.as_deref() {
         Some("1.1") => SquadVersion::V1_1,
         _ => SquadVersion::V2_0,

@@ -8,11 +8,11 @@
 use crate::error::Result;
 use crate::index::DocumentHit;
 use crate::passage::Span;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Which retriever produced a score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RetrieverKind {
     /// Lexical BM25 over the inverted index.
@@ -65,7 +65,7 @@ impl Mode {
 }
 
 /// One retriever's opinion of a hit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Source {
     /// Which retriever.
     pub retriever: RetrieverKind,
@@ -75,12 +75,15 @@ pub struct Source {
     pub score: f64,
 }
 
-/// A retrieved passage.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A retrieved passage. Deserializable from what it serializes to, so a passage that left lector
+/// (a Haystack `Document`) can be read again; `title`, `metadata`, `page`, `section` and
+/// `sources` may be left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hit {
     /// The document's id.
     pub doc_id: String,
     /// The document's title.
+    #[serde(default)]
     pub title: Option<String>,
     /// The document's metadata.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -101,6 +104,7 @@ pub struct Hit {
     /// The ranking score (the retriever's score, or the fused score).
     pub score: f64,
     /// The retrievers that found this passage.
+    #[serde(default)]
     pub sources: Vec<Source>,
 }
 

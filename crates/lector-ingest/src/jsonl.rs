@@ -113,40 +113,35 @@ fn read_line_bounded(
 fn record(bytes: &[u8], path: &Path, line: usize) -> Result<Document> {
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| invalid(path, Some(line), json_message(&e)))?;
+    document_from_json(&value).map_err(|message| invalid(path, Some(line), message))
+}
+
+/// A document from its JSON object `{id, title?, text, date?, metadata?}` (BEIR's `_id` for `id`,
+/// Haystack's `meta` for `metadata`), as a JSONL line gives it; the error says what is wrong.
+pub fn document_from_json(value: &Value) -> std::result::Result<Document, String> {
     let Value::Object(map) = value else {
-        return Err(invalid(path, Some(line), "expected a JSON object"));
+        return Err("expected a JSON object".into());
     };
-    let field = |name: &str| -> Result<Option<String>> {
+    let field = |name: &str| -> std::result::Result<Option<String>, String> {
         match map.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
             Some(Value::Number(n)) if name.ends_with("id") => Ok(Some(n.to_string())),
-            Some(_) => Err(invalid(
-                path,
-                Some(line),
-                format!("`{name}` is not a string"),
-            )),
+            Some(_) => Err(format!("`{name}` is not a string")),
         }
     };
     let id = match field("id")? {
         Some(id) => id,
-        None => field("_id")?
-            .ok_or_else(|| invalid(path, Some(line), "no `id` (or BEIR `_id`) field"))?,
+        None => field("_id")?.ok_or("no `id` (or BEIR `_id`) field")?,
     };
     if id.is_empty() {
-        return Err(invalid(path, Some(line), "empty `id`"));
+        return Err("empty `id`".into());
     }
-    let text = field("text")?.ok_or_else(|| {
-        invalid(
-            path,
-            Some(line),
-            format!("document `{id}` has no `text` field"),
-        )
-    })?;
+    let text = field("text")?.ok_or_else(|| format!("document `{id}` has no `text` field"))?;
     // `meta` is Haystack's name for the same object.
     let metadata = map.get("metadata").or_else(|| map.get("meta"));
     if metadata.is_some_and(|m| !(m.is_object() || m.is_null())) {
-        return Err(invalid(path, Some(line), "`metadata` must be an object"));
+        return Err("`metadata` must be an object".into());
     }
     let metadata = metadata.filter(|m| !is_empty_json(m)).cloned();
     Ok(Document {

@@ -57,6 +57,7 @@ mod walk;
 
 pub use document::{ContentHash, Document};
 pub use error::{Error, Result};
+pub use jsonl::document_from_json;
 pub use pdf::page_of;
 pub use read::{read_bytes, read_file, IngestOptions, Item, DEFAULT_MAX_DOCUMENT_BYTES};
 pub use sections::{section_path, section_starts};

@@ -292,6 +292,34 @@ impl<S: DocumentStore> Pipeline<S> {
                 });
             }
         }
+        self.read_retrieved(questions, retrieved, options, progress)
+    }
+
+    /// Reads `hits`, the passages retrieved for `question` by another retriever, best first (a
+    /// Haystack pipeline's documents), and aggregates their answers as [`Pipeline::ask`] does.
+    pub fn answer_passages(
+        &self,
+        question: &str,
+        hits: Vec<Hit>,
+        options: &AskOptions,
+    ) -> Result<Response> {
+        check_options(options)?;
+        if question.trim().is_empty() {
+            return Err(Error::EmptyQuestion);
+        }
+        let retrieved = vec![(hits, Duration::ZERO, Duration::ZERO)];
+        let mut responses = self.read_retrieved(&[question], retrieved, options, &mut |_| {})?;
+        Ok(responses.remove(0))
+    }
+
+    /// Reads every question's retrieved passages in one batch and aggregates each question's.
+    fn read_retrieved(
+        &self,
+        questions: &[&str],
+        retrieved: Vec<(Vec<Hit>, Duration, Duration)>,
+        options: &AskOptions,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Vec<Response>> {
         let queries: Vec<Query> = questions
             .iter()
             .zip(&retrieved)

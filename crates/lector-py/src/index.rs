@@ -1,0 +1,313 @@
+//! `lector._lector.Index`: an index directory, written and searched as `lector index add|rm` and
+//! `lector search` do.
+
+use crate::{from_py, serialized, OrRaise};
+use indicatif::{ProgressBar, ProgressStyle};
+use lector_index::{
+    add_files, AddCounts, AddEvent, AddOptions, AddOutcome, DocumentStore, Embedder, Filter,
+    IndexSettings, IndexWriter, Mode, StoreWriter,
+};
+use lector_ingest::IngestOptions;
+use lector_pipeline::config::load_embedder;
+use lector_pipeline::RetrievalConfig;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock, RwLock};
+
+/// An index directory. Each write opens the index's writer, commits and closes it, so the CLI
+/// and other processes can write between calls; searches read the last commit this object saw
+/// (after its own writes, or `reload()`).
+#[pyclass(module = "lector._lector", frozen)]
+pub struct Index {
+    dir: PathBuf,
+    /// Settings for a new index (an existing one keeps its own).
+    settings: IndexSettings,
+    /// Keep passage vectors (a new index; an existing dense one stays dense).
+    dense: bool,
+    /// Embedder checkpoint; `None`: the registry's.
+    embedder_spec: Option<PathBuf>,
+    embedder: OnceLock<Arc<dyn Embedder>>,
+    /// The last commit seen; `None` before the index exists.
+    snapshot: RwLock<Option<Arc<lector_index::Index>>>,
+}
+
+impl Index {
+    /// The last commit seen, or an error when the index does not exist yet.
+    pub(crate) fn snapshot(&self) -> PyResult<Arc<lector_index::Index>> {
+        if let Some(index) = self.snapshot.read().expect("not poisoned").as_ref() {
+            return Ok(Arc::clone(index));
+        }
+        self.reopen()
+    }
+
+    fn reopen(&self) -> PyResult<Arc<lector_index::Index>> {
+        let index = Arc::new(lector_index::Index::open(&self.dir).or_raise()?);
+        *self.snapshot.write().expect("not poisoned") = Some(Arc::clone(&index));
+        Ok(index)
+    }
+
+    pub(crate) fn embedder_spec(&self) -> Option<PathBuf> {
+        self.embedder_spec.clone()
+    }
+
+    fn embedder(&self) -> PyResult<Arc<dyn Embedder>> {
+        if let Some(embedder) = self.embedder.get() {
+            return Ok(Arc::clone(embedder));
+        }
+        let loaded: Arc<dyn Embedder> = Arc::new(
+            load_embedder(self.embedder_spec.as_deref(), &|m| eprintln!("{m}")).or_raise()?,
+        );
+        Ok(Arc::clone(self.embedder.get_or_init(|| loaded)))
+    }
+
+    /// Opens the writer (creating the index), with the embedder when the index is dense, runs
+    /// `stage`, commits with embedding progress, and reopens the snapshot.
+    fn write<T>(
+        &self,
+        progress: bool,
+        stage: impl FnOnce(&mut IndexWriter, &ProgressBar) -> PyResult<T>,
+    ) -> PyResult<(T, u64)> {
+        let mut writer = IndexWriter::open_or_create(&self.dir, self.settings).or_raise()?;
+        if self.dense || writer.is_dense() {
+            writer.set_embedder(self.embedder()?).or_raise()?;
+        }
+        let bar = bar(progress);
+        let staged = stage(&mut writer, &bar)?;
+        let info = writer
+            .commit_with_progress(&mut |done, total| {
+                bar.set_message(format!("embedding {done}/{total} passages"))
+            })
+            .or_raise()?;
+        bar.finish_and_clear();
+        self.reopen()?;
+        Ok((staged, info.generation))
+    }
+}
+
+#[pymethods]
+impl Index {
+    #[new]
+    #[pyo3(signature = (path, *, dense = false, embedder = None, passage_words = None))]
+    fn new(
+        path: PathBuf,
+        dense: bool,
+        embedder: Option<PathBuf>,
+        passage_words: Option<usize>,
+    ) -> PyResult<Self> {
+        let mut settings = IndexSettings::default();
+        if let Some(words) = passage_words {
+            if words == 0 {
+                return Err(PyValueError::new_err("passage_words must be at least 1"));
+            }
+            settings.chunking.words = words;
+        }
+        // A missing or unreadable index is reported by the first search, not here: `add` creates it.
+        let snapshot = lector_index::Index::open(&path).ok().map(Arc::new);
+        Ok(Index {
+            dir: path,
+            settings,
+            dense,
+            embedder_spec: embedder,
+            embedder: OnceLock::new(),
+            snapshot: RwLock::new(snapshot),
+        })
+    }
+
+    /// The index directory.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.dir.clone()
+    }
+
+    /// Adds documents given as dicts `{id, text, title?, date?, metadata?}` (`meta` is taken for
+    /// `metadata`, as in Haystack); `fields` are set on every document's metadata.
+    #[pyo3(signature = (documents, *, fields = None, progress = false))]
+    fn add_documents(
+        &self,
+        py: Python<'_>,
+        documents: Vec<Bound<'_, PyAny>>,
+        fields: Option<Bound<'_, PyAny>>,
+        progress: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let fields = metadata_fields(fields)?;
+        let docs = documents
+            .iter()
+            .enumerate()
+            .map(|(i, doc)| {
+                let at = format!("documents[{i}]");
+                let mut doc = lector_ingest::document_from_json(&from_py(doc, &at)?)
+                    .map_err(|e| PyValueError::new_err(format!("{at}: {e}")))?;
+                for (key, value) in &fields {
+                    doc.set_field(key, value.clone());
+                }
+                Ok(doc)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let total = docs.len() as u64;
+        let (counts, generation) = py.detach(|| {
+            self.write(progress, |writer, bar| {
+                bar.set_length(total);
+                let mut counts = AddCounts::default();
+                for doc in docs {
+                    match writer.add(doc) {
+                        AddOutcome::Added => counts.added += 1,
+                        AddOutcome::Replaced => counts.replaced += 1,
+                        AddOutcome::Unchanged => counts.unchanged += 1,
+                    }
+                    bar.inc(1);
+                }
+                Ok(counts)
+            })
+        })?;
+        self.summary(py, &counts, generation)
+    }
+
+    /// Adds files and folders as `lector index add` reads them (txt, md, html, pdf, docx, jsonl,
+    /// SQuAD json). Unreadable files and invalid lines are skipped and counted, unless `strict`.
+    #[pyo3(signature = (paths, *, fields = None, strict = false, progress = false))]
+    fn add_files(
+        &self,
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        fields: Option<Bound<'_, PyAny>>,
+        strict: bool,
+        progress: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let options = AddOptions {
+            ingest: IngestOptions::default(),
+            commit_every: 10_000,
+            strict,
+            fields: metadata_fields(fields)?,
+        };
+        let (counts, generation) = py.detach(|| {
+            self.write(progress, |writer, bar| {
+                let walk = lector_ingest::walk(&paths);
+                bar.set_length(walk.files.iter().map(|f| f.bytes).sum());
+                let writer: &mut dyn StoreWriter = writer;
+                add_files(writer, walk, &options, &mut |event| match event {
+                    AddEvent::Read { bytes } => bar.set_position(bytes),
+                    AddEvent::Skipped(err) => bar.suspend(|| eprintln!("warning: skipped: {err}")),
+                    _ => {}
+                })
+                .or_raise()
+            })
+        })?;
+        self.summary(py, &counts, generation)
+    }
+
+    /// Removes documents by id; returns how many there were.
+    fn delete(&self, py: Python<'_>, ids: Vec<String>) -> PyResult<usize> {
+        let (removed, _) = py.detach(|| {
+            self.write(false, |writer, _| {
+                Ok(ids.iter().filter(|id| writer.remove(id)).count())
+            })
+        })?;
+        Ok(removed)
+    }
+
+    /// The best `k` passages for `query` as dicts (the fields of `lector search --json`).
+    #[pyo3(signature = (query, k = 10, *, mode = None, filter = None))]
+    fn search(
+        &self,
+        py: Python<'_>,
+        query: &str,
+        k: usize,
+        mode: Option<&str>,
+        filter: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let config = RetrievalConfig {
+            mode: parse_mode(mode)?,
+            embedder: self.embedder_spec.clone(),
+            filter: parse_filter(filter)?,
+            ..RetrievalConfig::default()
+        };
+        let index = self.snapshot()?;
+        let hits = py.detach(|| -> PyResult<_> {
+            let search = config.search_options(index.as_ref()).or_raise()?;
+            let embedder = match search.mode.is_dense() {
+                true => Some(self.embedder()?),
+                false => None,
+            };
+            let retriever = index.retriever(&search, embedder.as_deref()).or_raise()?;
+            retriever.retrieve(query, k).or_raise()
+        })?;
+        Ok(serialized(py, &hits)?.unbind())
+    }
+
+    /// Document and passage counts and the index's settings.
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let index = self.snapshot()?;
+        Ok(serialized(py, &index.stats())?.unbind())
+    }
+
+    /// Reads the index's latest commit (made by another process or object).
+    fn reload(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.reopen().map(|_| ()))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Index({:?})", self.dir.display().to_string())
+    }
+}
+
+impl Index {
+    fn summary(&self, py: Python<'_>, counts: &AddCounts, generation: u64) -> PyResult<Py<PyAny>> {
+        let totals = self.snapshot()?.counts().or_raise()?;
+        let out = json!({
+            "generation": generation, "added": counts.added, "replaced": counts.replaced,
+            "unchanged": counts.unchanged, "skipped_invalid": counts.invalid,
+            "ignored_files": counts.ignored, "documents": totals.documents, "passages": totals.passages,
+        });
+        Ok(serialized(py, &out)?.unbind())
+    }
+}
+
+/// A progress bar on stderr when asked for, else a hidden one.
+pub(crate) fn bar(visible: bool) -> ProgressBar {
+    if !visible {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+            .expect("valid template"),
+    );
+    bar
+}
+
+/// `fields` (a dict) as metadata fields.
+fn metadata_fields(fields: Option<Bound<'_, PyAny>>) -> PyResult<Map<String, Value>> {
+    match fields {
+        None => Ok(Map::new()),
+        Some(fields) => match from_py(&fields, "fields")? {
+            Value::Object(map) => Ok(map),
+            _ => Err(PyValueError::new_err("fields must be a dict")),
+        },
+    }
+}
+
+/// `bm25`, `dense` or `hybrid`; `None`: the index's default.
+pub(crate) fn parse_mode(mode: Option<&str>) -> PyResult<Option<Mode>> {
+    mode.map(|m| m.parse().map_err(PyValueError::new_err))
+        .transpose()
+}
+
+/// A filter in lector's text syntax (`'year >= 2023 and product == "a"'`) or as a Haystack 2
+/// filter dict.
+pub(crate) fn parse_filter(filter: Option<Bound<'_, PyAny>>) -> PyResult<Option<Filter>> {
+    let Some(filter) = filter else {
+        return Ok(None);
+    };
+    if filter.is_none() {
+        return Ok(None);
+    }
+    let parsed = match filter.extract::<String>() {
+        Ok(text) => Filter::parse(&text),
+        Err(_) => Filter::from_json(&from_py(&filter, "filter")?),
+    };
+    parsed
+        .map(Some)
+        .map_err(|e| PyValueError::new_err(format!("filter: {}", e.0)))
+}

@@ -1,0 +1,190 @@
+//! `lector._lector.Pipeline`: retrieve, read and aggregate, as `lector ask` does.
+
+use crate::index::{parse_filter, parse_mode, Index};
+use crate::reader::Reader;
+use crate::{from_py, serialized, OrRaise};
+use lector_index::{Filter, Hit};
+use lector_pipeline::{AskOptions, Calibration, PipelineConfig, RerankConfig, RetrievalConfig};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+type Snapshot = Arc<lector_index::Index>;
+
+/// Question answering over an `Index`: follows the index object's commits (its own writes and
+/// `reload()`), keeping the reader, embedder and calibration it was built with.
+#[pyclass(module = "lector._lector", frozen)]
+pub struct Pipeline {
+    index: Py<Index>,
+    built: RwLock<Arc<lector_pipeline::Pipeline<Snapshot>>>,
+    search: lector_index::SearchOptions,
+}
+
+impl Pipeline {
+    /// The pipeline over the index object's current snapshot, rebuilt around it when it changed.
+    fn current(&self, py: Python<'_>) -> PyResult<Arc<lector_pipeline::Pipeline<Snapshot>>> {
+        let snapshot = self.index.get().snapshot()?;
+        let built = Arc::clone(&self.built.read().expect("not poisoned"));
+        if Arc::ptr_eq(built.store(), &snapshot) {
+            return Ok(built);
+        }
+        let next = Arc::new(py.detach(|| built.with_store(snapshot)));
+        *self.built.write().expect("not poisoned") = Arc::clone(&next);
+        Ok(next)
+    }
+}
+
+#[pymethods]
+impl Pipeline {
+    /// Builds the pipeline over `index` with `reader` (`None`: `$LECTOR_READER`, else the shipped
+    /// reader), retrieving with `mode` (`None`: hybrid for a dense index, else BM25), reranking
+    /// with the cross-encoder `rerank` when given, and the index's calibration.
+    #[new]
+    #[pyo3(signature = (index, reader = None, *, mode = None, filter = None, rerank = None, rerank_depth = 50))]
+    fn new(
+        py: Python<'_>,
+        index: Py<Index>,
+        reader: Option<PyRef<'_, Reader>>,
+        mode: Option<&str>,
+        filter: Option<Bound<'_, PyAny>>,
+        rerank: Option<PathBuf>,
+        rerank_depth: usize,
+    ) -> PyResult<Self> {
+        let config = PipelineConfig {
+            reader: reader.map(|r| r.dir()),
+            retrieval: RetrievalConfig {
+                mode: parse_mode(mode)?,
+                embedder: index.get().embedder_spec(),
+                filter: parse_filter(filter)?,
+                ..RetrievalConfig::default()
+            },
+            rerank: rerank.map(|model| RerankConfig {
+                model,
+                depth: rerank_depth,
+            }),
+        };
+        let snapshot = index.get().snapshot()?;
+        let built = py.detach(|| {
+            let calibration = Calibration::load_from(snapshot.as_ref()).or_raise()?;
+            config
+                .build_over(snapshot, calibration, &|m| eprintln!("{m}"))
+                .or_raise()
+        })?;
+        for warning in &built.warnings {
+            eprintln!("warning: {warning}");
+        }
+        Ok(Pipeline {
+            index,
+            built: RwLock::new(Arc::new(built.pipeline)),
+            search: built.search,
+        })
+    }
+
+    /// Answers each question (read in one batch) as a dict with the fields of `lector ask
+    /// --json`: `answer` (text, score, confidence, evidence) or `abstention`, `candidates`,
+    /// `passages`, `timings`. `options`: see `Pipeline::ask_options`. `progress` shows the
+    /// reading of the passages on stderr.
+    #[pyo3(signature = (questions, options = None, progress = false))]
+    fn ask_many(
+        &self,
+        py: Python<'_>,
+        questions: Vec<String>,
+        options: Option<Bound<'_, PyDict>>,
+        progress: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let options = self.ask_options(options)?;
+        let pipeline = self.current(py)?;
+        let bar = crate::index::bar(progress);
+        let responses = py.detach(|| {
+            let questions: Vec<&str> = questions.iter().map(String::as_str).collect();
+            pipeline
+                .ask_many(&questions, &options, &mut |p| {
+                    bar.set_length(p.total as u64);
+                    bar.set_position(p.done as u64);
+                })
+                .or_raise()
+        })?;
+        bar.finish_and_clear();
+        Ok(serialized(py, &responses)?.unbind())
+    }
+
+    /// Reads `hits` (dicts with the fields of `Index.search`'s hits, best first), passages another
+    /// retriever found for `question`, and aggregates their answers as `ask_many` does.
+    #[pyo3(signature = (question, hits, options = None))]
+    fn answer_passages(
+        &self,
+        py: Python<'_>,
+        question: String,
+        hits: Vec<Bound<'_, PyAny>>,
+        options: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let options = self.ask_options(options)?;
+        let hits = hits
+            .iter()
+            .enumerate()
+            .map(|(i, hit)| {
+                serde_json::from_value(from_py(hit, &format!("hits[{i}]"))?)
+                    .map_err(|e| PyValueError::new_err(format!("hits[{i}]: {e}")))
+            })
+            .collect::<PyResult<Vec<Hit>>>()?;
+        let pipeline = self.current(py)?;
+        let response = py.detach(|| {
+            pipeline
+                .answer_passages(&question, hits, &options)
+                .or_raise()
+        })?;
+        Ok(serialized(py, &response)?.unbind())
+    }
+
+    /// The index this pipeline answers from.
+    #[getter]
+    fn index(&self, py: Python<'_>) -> Py<Index> {
+        self.index.clone_ref(py)
+    }
+}
+
+impl Pipeline {
+    /// The options of one ask, from a dict with any of: `k`, `filter` (lector's text syntax or a
+    /// Haystack filter dict, added to the pipeline's own), `vote`, `answers_per_passage`,
+    /// `rank_prior`, `prefer_recent`, `ambiguity_odds`. Unknown keys are errors.
+    fn ask_options(&self, given: Option<Bound<'_, PyDict>>) -> PyResult<AskOptions> {
+        let mut options = AskOptions {
+            search: Some(self.search.clone()),
+            ..AskOptions::default()
+        };
+        let Some(given) = given else {
+            return Ok(options);
+        };
+        for (key, value) in given.iter() {
+            let key: String = key.extract()?;
+            match key.as_str() {
+                "k" => options.k = value.extract()?,
+                "filter" => {
+                    if let Some(filter) = parse_filter(Some(value))? {
+                        let search = options.search.as_mut().expect("set above");
+                        search.filter = Some(match search.filter.take() {
+                            Some(own) => Filter::And(vec![own, filter]),
+                            None => filter,
+                        });
+                    }
+                }
+                "vote" => options.vote = value.extract()?,
+                "answers_per_passage" => options.read.top_k = value.extract()?,
+                "rank_prior" => options.rank_prior = value.extract()?,
+                "prefer_recent" => options.prefer_recent = value.extract()?,
+                "ambiguity_odds" => options.ambiguity_odds = value.extract()?,
+                other => {
+                    return Err(PyValueError::new_err(format!(
+                        "unknown ask option `{other}`"
+                    )))
+                }
+            }
+        }
+        if options.ambiguity_odds.is_nan() || options.ambiguity_odds < 1.0 {
+            return Err(PyValueError::new_err("ambiguity_odds must be at least 1"));
+        }
+        Ok(options)
+    }
+}

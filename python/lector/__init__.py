@@ -1,0 +1,408 @@
+"""lector: question answering with evidence, from Python.
+
+The work is done by lector's Rust crates (the extension module ``lector._lector``) with the GIL
+released; this module gives it typed, documented objects:
+
+- :class:`Index`: an index directory on disk (the one ``lector index add`` writes): ``add``,
+  ``delete``, ``search``;
+- :class:`Reader`: the extractive reader (``lector read``): ``read``;
+- :class:`Pipeline`: retrieve, read, aggregate (``lector ask``): ``ask`` with evidence, confidence
+  and abstention;
+- :mod:`lector.eval`: SQuAD, trec_eval and HotpotQA scoring on Python dicts;
+- :mod:`lector.haystack` and :mod:`lector.langchain`: components for those frameworks.
+
+Errors from lector raise :class:`LectorError` with lector's message.
+
+>>> import lector
+>>> index = lector.Index("/tmp/lector-sample")
+>>> index.add(paths=["samples/squad-v1.1-sample.json"])  # doctest: +SKIP
+>>> lector.Pipeline(index).ask("Which team won Super Bowl 50?").answer.text  # doctest: +SKIP
+'Broncos'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, overload
+
+from . import _lector
+from ._lector import LectorError
+
+__all__ = [
+    "Answer",
+    "Candidate",
+    "Document",
+    "Evidence",
+    "Hit",
+    "Index",
+    "LectorError",
+    "Pipeline",
+    "Prediction",
+    "Reader",
+    "Response",
+    "eval",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: A filter: lector's text syntax (``'year >= 2023 and product in ["a", "b"]'``) or a Haystack 2
+#: filter dict (``{"field": "meta.year", "operator": ">=", "value": 2023}``).
+Filter = Union[str, Mapping[str, Any]]
+
+
+def _build(cls: Any, fields: Mapping[str, Any], **converted: Any) -> Any:
+    """``cls`` from the dict ``fields`` (keys it does not have are left out), with ``converted``."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    values = {k: v for k, v in fields.items() if k in names}
+    values.update(converted)
+    return cls(**values)
+
+
+@dataclasses.dataclass(frozen=True)
+class Document:
+    """A document to index: ``text`` is cut into passages; ``metadata`` fields can be filtered on."""
+
+    id: str
+    text: str
+    title: Optional[str] = None
+    date: Optional[str] = None
+    metadata: Optional[Dict[str, Any]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Hit:
+    """A retrieved passage of a document."""
+
+    doc_id: str
+    text: str
+    score: float
+    #: Position of the passage in its document (0-based).
+    passage: int
+    #: Character offsets of the passage in the document's text.
+    start: int
+    end: int
+    title: Optional[str] = None
+    metadata: Optional[Dict[str, Any]] = None
+    #: The page the passage starts on (PDF), 1-based.
+    page: Optional[int] = None
+    #: The headings above the passage (``Installation > Linux``).
+    section: Optional[str] = None
+    #: Each retriever's rank and score: ``[{"retriever": "bm25", "rank": 1, "score": 7.2}]``.
+    sources: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: The passage as lector returned it (with its byte offsets), for :meth:`Pipeline.read_passages`.
+    raw: Dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def _from(cls, hit: Mapping[str, Any]) -> "Hit":
+        span = hit["span"]
+        return _build(cls, hit, start=span["char_start"], end=span["char_end"], raw=dict(hit))
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """A span the reader found: ``context[start:end] == text`` (character offsets)."""
+
+    text: str
+    score: float
+    start: int
+    end: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """The reader's answers to one question about one context, best first."""
+
+    answers: List[Answer]
+    #: ``null / (null + best span score)``: how strongly the reader says "no answer here".
+    na_prob: float
+    null_score: float
+    #: The question was longer than ``max_question_len`` tokens and was cut.
+    question_truncated: bool
+
+    @property
+    def answer(self) -> Optional[Answer]:
+        """The best answer, or None when the context has no usable span."""
+        return self.answers[0] if self.answers else None
+
+    @classmethod
+    def _from(cls, p: Mapping[str, Any]) -> "Prediction":
+        answers = [Answer(a["answer"], a["score"], a["start"], a["end"]) for a in p["answers"]]
+        return _build(cls, p, answers=answers)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """Where an answer was read: the passage and the answer's character offsets in it
+    (``passage_start``, ``passage_end``) and in the document (``start``, ``end``)."""
+
+    doc_id: str
+    title: Optional[str]
+    date: Optional[str]
+    #: Retrieval rank of the passage (1-based).
+    rank: int
+    passage: int
+    passage_text: str
+    passage_start: int
+    passage_end: int
+    start: int
+    end: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """An answer with its evidence; ``confidence`` is the calibrated probability that it is right
+    (None until ``lector calibrate`` gave the index a confidence map)."""
+
+    text: str
+    score: float
+    reader_score: float
+    log_odds: float
+    confidence: Optional[float]
+    #: Passages that gave this answer.
+    passages: int
+    evidence: Evidence
+
+    @classmethod
+    def _from(cls, c: Mapping[str, Any]) -> "Candidate":
+        return _build(cls, c, evidence=_build(Evidence, c["evidence"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Response:
+    """What :meth:`Pipeline.ask` found: the answer, or why it abstains, with the runner-ups and the
+    passages read. ``raw`` holds every field of ``lector ask --json``."""
+
+    question: str
+    answer: Optional[Candidate]
+    #: Why there is no answer, when the pipeline abstains: ``"no_passages"``, ``"no_span"`` or
+    #: ``"below_threshold"`` (the no-answer probability is above the threshold).
+    abstention: Optional[str]
+    na_prob: float
+    threshold: float
+    calibrated: bool
+    candidates: List[Candidate]
+    ambiguous: bool
+    passages: List[Dict[str, Any]]
+    timings: Dict[str, float]
+    raw: Dict[str, Any] = dataclasses.field(repr=False, compare=False)
+
+    @classmethod
+    def _from(cls, r: Mapping[str, Any]) -> "Response":
+        candidates = [Candidate._from(c) for c in r["candidates"]]
+        answer = Candidate._from(r["answer"]) if r["answer"] is not None else None
+        return _build(cls, r, answer=answer, candidates=candidates, raw=dict(r))
+
+
+class Index:
+    """An index directory (the one ``lector index add`` writes and ``lector search`` reads).
+
+    Each write opens the index's writer, commits and closes it, so the ``lector`` CLI and other
+    processes may write between calls (one writer at a time: a second raises
+    :class:`LectorError`). Searches read the last commit this object saw; :meth:`reload` reads
+    commits made elsewhere.
+
+    Args:
+        path: The index directory; created by the first :meth:`add`.
+        dense: Keep passage vectors (dense and hybrid search) in a new index. The embedder,
+            all-MiniLM-L6-v2, is fetched into the user cache on first use unless ``embedder``
+            names a checkpoint folder.
+        embedder: Embedder checkpoint folder or pulled hub repository.
+        passage_words: Most words per passage of a new index (default 100).
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        dense: bool = False,
+        embedder: Optional[PathLike] = None,
+        passage_words: Optional[int] = None,
+    ) -> None:
+        self._inner = _lector.Index(
+            os.fspath(path),
+            dense=dense,
+            embedder=None if embedder is None else os.fspath(embedder),
+            passage_words=passage_words,
+        )
+
+    @property
+    def path(self) -> str:
+        """The index directory."""
+        return os.fspath(self._inner.path)
+
+    def add(
+        self,
+        documents: Optional[Iterable[Union[Document, Mapping[str, Any]]]] = None,
+        *,
+        paths: Optional[Sequence[PathLike]] = None,
+        fields: Optional[Mapping[str, Any]] = None,
+        strict: bool = False,
+        progress: bool = False,
+    ) -> Dict[str, int]:
+        """Adds ``documents`` (:class:`Document` or dicts ``{id, text, title?, date?, metadata?}``)
+        and the files and folders in ``paths`` (txt, md, html, pdf, docx, jsonl, SQuAD json), then
+        commits. A document with a known id and other content replaces it; the same content is
+        left alone. ``fields`` are set in every document's metadata. Unreadable files are skipped
+        with a warning and counted (``skipped_invalid``) unless ``strict``. ``progress`` shows a
+        progress bar on stderr.
+
+        Returns the counts of ``lector index add --json``: added, replaced, unchanged,
+        skipped_invalid, ignored_files, and the index's documents and passages."""
+        if documents is None and not paths:
+            raise ValueError("give documents or paths")
+        counts: Dict[str, int] = {}
+        if documents is not None:
+            docs = [dataclasses.asdict(d) if isinstance(d, Document) else d for d in documents]
+            counts = self._inner.add_documents(docs, fields=fields, progress=progress)
+        if paths:
+            files = self._inner.add_files(
+                [os.fspath(p) for p in paths], fields=fields, strict=strict, progress=progress
+            )
+            counts = _sum_counts(counts, files)
+        return counts
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Removes documents by id and commits; returns how many were there."""
+        return self._inner.delete(list(ids))
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: Optional[str] = None,
+        filter: Optional[Filter] = None,
+    ) -> List[Hit]:
+        """The best ``k`` passages for ``query``, best first. ``mode``: ``"bm25"``, ``"dense"`` or
+        ``"hybrid"`` (default: hybrid on a dense index, else BM25)."""
+        return [Hit._from(h) for h in self._inner.search(query, k, mode=mode, filter=filter)]
+
+    def stats(self) -> Dict[str, Any]:
+        """Document, passage and term counts and the index's settings (``lector index stats``)."""
+        return self._inner.stats()
+
+    def reload(self) -> None:
+        """Reads the latest commit, made by another process or object."""
+        self._inner.reload()
+
+    def __repr__(self) -> str:
+        return f"lector.Index({self.path!r})"
+
+
+def _sum_counts(a: Dict[str, int], b: Dict[str, int]) -> Dict[str, int]:
+    totals = ("generation", "documents", "passages")  # the index's state after the last commit
+    return {k: b[k] if k in totals else a.get(k, 0) + b[k] for k in b}
+
+
+class Reader:
+    """The extractive reader: a BERT/RoBERTa/DistilBERT question-answering checkpoint, read with
+    the windows, batching and span decoding of the Hugging Face question-answering pipeline.
+
+    Args:
+        model: A checkpoint folder or a pulled hub repository name (``lector models pull``);
+            default ``$LECTOR_READER``, else the reader shipped in the repository.
+    """
+
+    def __init__(self, model: Optional[PathLike] = None) -> None:
+        self._inner = _lector.Reader(None if model is None else os.fspath(model))
+
+    @property
+    def model_dir(self) -> str:
+        """The checkpoint folder."""
+        return os.fspath(self._inner.model_dir)
+
+    @overload
+    def read(self, question: str, context: str, *, top_k: int = ..., **params: Any) -> Prediction: ...
+
+    @overload
+    def read(
+        self, question: str, *, contexts: Sequence[str], top_k: int = ..., **params: Any
+    ) -> List[Prediction]: ...
+
+    def read(
+        self,
+        question: str,
+        context: Optional[str] = None,
+        *,
+        contexts: Optional[Sequence[str]] = None,
+        top_k: int = 1,
+        **params: Any,
+    ) -> Union[Prediction, List[Prediction]]:
+        """The best ``top_k`` answers to ``question`` in ``context``, or in each of ``contexts``
+        (read in one batch). ``params``: ``handle_impossible_answer``, ``max_seq_len`` (384),
+        ``doc_stride`` (128), ``max_question_len`` (64), ``max_answer_len`` (15),
+        ``batch_size`` (32), as for ``lector read``."""
+        if (context is None) == (contexts is None):
+            raise ValueError("give either context or contexts")
+        if context is not None:
+            return self.read_batch([(question, context)], top_k=top_k, **params)[0]
+        return self.read_batch([(question, c) for c in contexts or []], top_k=top_k, **params)
+
+    def read_batch(
+        self, pairs: Sequence[Tuple[str, str]], *, top_k: int = 1, progress: bool = False, **params: Any
+    ) -> List[Prediction]:
+        """Answers many ``(question, context)`` pairs, batching their windows (as ``lector read
+        --squad`` does); ``progress`` shows a progress bar on stderr."""
+        raw = self._inner.read_pairs(list(pairs), top_k=top_k, progress=progress, **params)
+        return [Prediction._from(p) for p in raw]
+
+    def __repr__(self) -> str:
+        return f"lector.Reader({self.model_dir!r})"
+
+
+class Pipeline:
+    """Open-domain question answering over an :class:`Index`, as ``lector ask`` does it: retrieve
+    ``k`` passages, read them, aggregate the answers, abstain when the no-answer probability is
+    above the index's calibrated threshold (else 0.5).
+
+    Args:
+        index: The index; the pipeline follows its commits.
+        reader: The reader (default: ``Reader()``'s checkpoint). Its checkpoint is loaded again.
+        mode: ``"bm25"``, ``"dense"`` or ``"hybrid"`` (default: hybrid on a dense index, else BM25).
+        filter: Only passages of documents passing it are retrieved.
+        rerank: A cross-encoder checkpoint that reorders ``rerank_depth`` retrieved passages.
+    """
+
+    def __init__(
+        self,
+        index: Index,
+        reader: Optional[Reader] = None,
+        *,
+        mode: Optional[str] = None,
+        filter: Optional[Filter] = None,
+        rerank: Optional[PathLike] = None,
+        rerank_depth: int = 50,
+    ) -> None:
+        self.index = index
+        self._inner = _lector.Pipeline(
+            index._inner,
+            None if reader is None else reader._inner,
+            mode=mode,
+            filter=filter,
+            rerank=None if rerank is None else os.fspath(rerank),
+            rerank_depth=rerank_depth,
+        )
+
+    def ask(self, question: str, *, k: int = 5, **options: Any) -> Response:
+        """Answers ``question`` from the best ``k`` passages. ``options``: ``filter`` (added to
+        the pipeline's), ``vote`` (add up equal answers' scores), ``answers_per_passage`` (3),
+        ``rank_prior`` (2.0), ``prefer_recent``, ``ambiguity_odds`` (3.0), as for ``lector ask``."""
+        return self.ask_many([question], k=k, **options)[0]
+
+    def ask_many(
+        self, questions: Sequence[str], *, k: int = 5, progress: bool = False, **options: Any
+    ) -> List[Response]:
+        """Answers many questions, reading all their passages in one batch; ``progress`` shows
+        the reading on stderr."""
+        raw = self._inner.ask_many(list(questions), dict(options, k=k), progress)
+        return [Response._from(r) for r in raw]
+
+    def read_passages(self, question: str, hits: Sequence[Union[Hit, Mapping[str, Any]]], **options: Any) -> Response:
+        """Reads passages found by another retriever (best first) and aggregates their answers as
+        :meth:`ask` does: ``hits`` are :class:`Hit` or dicts with ``doc_id``, ``text``,
+        ``score``, ``passage`` and ``span`` (``{byte_start, byte_end, char_start, char_end}``)."""
+        raw = [h.raw if isinstance(h, Hit) else dict(h) for h in hits]
+        return Response._from(self._inner.answer_passages(question, raw, options))
+
+
+from . import eval  # noqa: E402  (the submodule needs the names above)

@@ -1,0 +1,183 @@
+"""Haystack components over lector (``pip install lector[haystack]``, Haystack 3.x).
+
+- :class:`LectorRetriever`: passages from a lector index (BM25, dense or hybrid, with Haystack
+  filter dicts) as Haystack ``Document`` objects;
+- :class:`LectorReader`: lector's extractive reader with its aggregation and abstention, on the
+  documents of any retriever; its first answer is ``lector ask``'s answer, or a no-answer
+  (``data=None``) when lector abstains.
+
+>>> from haystack import Pipeline
+>>> from lector.haystack import LectorReader, LectorRetriever
+>>> qa = Pipeline()
+>>> qa.add_component("retriever", LectorRetriever(index="/tmp/lector-sample", top_k=5))
+>>> qa.add_component("reader", LectorReader(index="/tmp/lector-sample"))
+>>> qa.connect("retriever.documents", "reader.documents")  # doctest: +SKIP
+>>> qa.run({"retriever": {"query": q}, "reader": {"query": q}})["reader"]["answers"][0].data  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from haystack import Document, component, default_from_dict, default_to_dict
+from haystack.dataclasses import ExtractedAnswer
+
+import lector
+
+__all__ = ["LectorReader", "LectorRetriever"]
+
+#: The metadata key under which a document keeps the lector passage it came from.
+HIT_KEY = "lector_hit"
+
+
+def to_document(hit: lector.Hit) -> Document:
+    """A Haystack document for a lector passage: the passage text as content, the document's
+    metadata plus where the passage lies (``doc_id``, ``title``, ``passage``, ``start``, ``end``,
+    ``page``, ``section``) and the whole hit under ``lector_hit``."""
+    meta: Dict[str, Any] = dict(hit.metadata or {})
+    meta.update(doc_id=hit.doc_id, title=hit.title, passage=hit.passage, start=hit.start, end=hit.end)
+    meta.update({k: v for k, v in (("page", hit.page), ("section", hit.section)) if v is not None})
+    meta[HIT_KEY] = hit.raw
+    return Document(id=f"{hit.doc_id}#p{hit.passage}", content=hit.text, meta=meta, score=hit.score)
+
+
+def to_hit(document: Document) -> Dict[str, Any]:
+    """The lector passage of a document: the one it came from, or the whole content of a
+    document from another retriever."""
+    if HIT_KEY in document.meta:
+        return document.meta[HIT_KEY]
+    text = document.content or ""
+    return {
+        "doc_id": document.id,
+        "title": document.meta.get("title"),
+        "text": text,
+        "score": document.score or 0.0,
+        "passage": 0,
+        "span": {"byte_start": 0, "byte_end": len(text.encode()), "char_start": 0, "char_end": len(text)},
+    }
+
+
+@component
+class LectorRetriever:
+    """Retrieves passages from a lector index.
+
+    Args:
+        index: The index directory (``lector index add`` writes it).
+        top_k: Passages to return.
+        mode: ``"bm25"``, ``"dense"`` or ``"hybrid"`` (default: hybrid on a dense index, else BM25).
+        filters: A Haystack filter dict; filters given to ``run`` replace it (Haystack's default
+            filter policy).
+        embedder: The embedder checkpoint of a dense index (default: all-MiniLM-L6-v2).
+    """
+
+    def __init__(
+        self,
+        index: str,
+        top_k: int = 10,
+        mode: Optional[str] = None,
+        filters: Optional[Dict[str, Any]] = None,
+        embedder: Optional[str] = None,
+    ) -> None:
+        self.index = index
+        self.top_k = top_k
+        self.mode = mode
+        self.filters = filters
+        self.embedder = embedder
+        self._index = lector.Index(index, embedder=embedder)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(
+            self, index=self.index, top_k=self.top_k, mode=self.mode, filters=self.filters, embedder=self.embedder
+        )
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "LectorRetriever":
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=List[Document])
+    def run(
+        self, query: str, filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
+    ) -> Dict[str, List[Document]]:
+        """The best ``top_k`` passages for ``query``, best first."""
+        hits = self._index.search(
+            query, self.top_k if top_k is None else top_k, mode=self.mode, filter=filters or self.filters
+        )
+        return {"documents": [to_document(h) for h in hits]}
+
+
+@component
+class LectorReader:
+    """Reads documents with lector's extractive reader and aggregates their answers as ``lector
+    ask`` does: equal answers merged, weighted by retrieval rank, a calibrated confidence, and a
+    no-answer when the no-answer probability is above the index's threshold.
+
+    Args:
+        index: The lector index whose calibration (threshold and confidence map) applies and
+            whose documents' dates break near-ties; any retriever's documents can be read.
+        model: The reader checkpoint (default: ``$LECTOR_READER``, else the shipped reader).
+        top_k: Answers to return (besides the no-answer).
+        no_answer: Add the no-answer (``data=None``, ``score`` = the no-answer probability): first
+            when lector abstains, last otherwise.
+    """
+
+    def __init__(
+        self, index: str, model: Optional[str] = None, top_k: int = 5, no_answer: bool = True
+    ) -> None:
+        self.index = index
+        self.model = model
+        self.top_k = top_k
+        self.no_answer = no_answer
+        self._pipeline: Optional[lector.Pipeline] = None
+
+    def warm_up(self) -> None:
+        """Loads the reader (Haystack calls this before the first run)."""
+        if self._pipeline is None:
+            reader = lector.Reader(self.model) if self.model is not None else None
+            self._pipeline = lector.Pipeline(lector.Index(self.index), reader)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(self, index=self.index, model=self.model, top_k=self.top_k, no_answer=self.no_answer)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "LectorReader":
+        return default_from_dict(cls, data)
+
+    @component.output_types(answers=List[ExtractedAnswer])
+    def run(
+        self, query: str, documents: List[Document], top_k: Optional[int] = None
+    ) -> Dict[str, List[ExtractedAnswer]]:
+        """The answers to ``query`` in ``documents`` (best first, in the retriever's order)."""
+        self.warm_up()
+        assert self._pipeline is not None
+        if not documents:
+            return {"answers": []}
+        response = self._pipeline.read_passages(query, [to_hit(d) for d in documents])
+        answers = [
+            _extracted(query, c, documents[c.evidence.rank - 1])
+            for c in response.candidates[: self.top_k if top_k is None else top_k]
+        ]
+        if self.no_answer:
+            none = ExtractedAnswer(
+                query=query, score=response.na_prob, data=None, meta={"abstention": response.abstention}
+            )
+            answers.insert(0 if response.answer is None else len(answers), none)
+        return {"answers": answers}
+
+
+def _extracted(query: str, candidate: lector.Candidate, document: Document) -> ExtractedAnswer:
+    evidence = candidate.evidence
+    return ExtractedAnswer(
+        query=query,
+        score=candidate.score,
+        data=candidate.text,
+        document=document,
+        context=evidence.passage_text,
+        document_offset=ExtractedAnswer.Span(evidence.passage_start, evidence.passage_end),
+        meta={
+            "confidence": candidate.confidence,
+            "log_odds": candidate.log_odds,
+            "doc_id": evidence.doc_id,
+            "start": evidence.start,
+            "end": evidence.end,
+        },
+    )

@@ -1,0 +1,137 @@
+"""lector's Python API against its CLI, on the bundled sample and the shared data."""
+
+import json
+import threading
+
+import pytest
+
+import lector
+from conftest import SAMPLE, run_cli
+
+
+def sample_pairs(sample):
+    return [
+        (qa["id"], qa["question"], paragraph["context"])
+        for article in sample["data"]
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    ]
+
+
+def test_reader_answers_equal_the_cli_and_score_the_same(lector_bin, sample, tmp_path):
+    pred_file = tmp_path / "pred.json"
+    run_cli(lector_bin, "read", "--squad", str(SAMPLE), "--out", str(pred_file))
+    cli_predictions = json.loads(pred_file.read_text())
+    cli_scores = json.loads(run_cli(lector_bin, "eval", "squad", str(SAMPLE), str(pred_file), "--json"))
+
+    pairs = sample_pairs(sample)
+    predictions = lector.Reader().read_batch([(q, c) for _, q, c in pairs])
+    ours = {qid: p.answer.text for (qid, _, _), p in zip(pairs, predictions)}
+    assert len(ours) == 216
+    assert ours == cli_predictions
+    scores = lector.eval.squad(sample, ours)
+    assert scores["exact_match"] == cli_scores["exact_match"]
+    assert scores["f1"] == cli_scores["f1"]
+    # Offsets are characters of the context.
+    _, question, context = pairs[0]
+    best = lector.Reader().read(question, context).answer
+    assert context[best.start : best.end] == best.text
+
+
+def test_pipeline_answers_equal_lector_eval_odqa_and_lector_ask(lector_bin, odqa):
+    index = lector.Index(odqa["index"])
+    pipeline = lector.Pipeline(index)
+    rows = odqa["rows"]
+    responses = pipeline.ask_many([r["question"] for r in rows])
+    for row, response in zip(rows, responses):
+        assert (response.answer.text if response.answer else None) == row["prediction"], row["question"]
+        assert response.na_prob == row["na_prob"]
+    abstained = sum(r.answer is None for r in responses)
+    assert abstained == sum(r["prediction"] is None for r in rows) and abstained > 0
+
+    question = rows[0]["question"]
+    cli = json.loads(run_cli(lector_bin, "ask", question, "--index", odqa["index"], "--json"))
+    ours = pipeline.ask(question).raw
+    for key in ("answer", "candidates", "na_prob", "threshold", "abstention"):
+        assert ours[key] == cli[key], key
+    evidence = pipeline.ask(question).answer.evidence
+    assert evidence.passage_text[evidence.passage_start : evidence.passage_end] == cli["answer"]["text"]
+
+
+def test_index_adds_replaces_filters_deletes_and_sees_the_clis_commits(lector_bin, tmp_path):
+    index = lector.Index(tmp_path / "ix")
+    docs = [
+        lector.Document("a", "The Eiffel Tower is in Paris.", title="Paris", metadata={"year": 2021, "lang": "en"}),
+        {"id": "b", "text": "The Colosseum is in Rome.", "meta": {"year": 2019, "lang": "en"}},
+        {"id": "c", "text": "Der Eiffelturm steht in Paris.", "metadata": {"year": 2023, "lang": "de"}},
+    ]
+    counts = index.add(docs)
+    assert (counts["added"], counts["documents"]) == (3, 3)
+    again = index.add([docs[1], {"id": "c", "text": "Der Eiffelturm steht in Paris, Frankreich."}])
+    assert (again["added"], again["unchanged"], again["replaced"]) == (0, 1, 1)
+
+    hits = index.search("Eiffel Tower Paris", k=3)
+    assert hits[0].doc_id == "a" and hits[0].metadata == {"year": 2021, "lang": "en"}
+    assert hits[0].text == "The Eiffel Tower is in Paris." and (hits[0].start, hits[0].end) == (0, 29)
+    assert [h.doc_id for h in index.search("Paris", filter='year >= 2020 and lang == "en"')] == ["a"]
+    haystack_filter = {"field": "meta.lang", "operator": "==", "value": "en"}
+    assert {h.doc_id for h in index.search("Eiffel Tower Paris Colosseum Rome", filter=haystack_filter)} == {"a", "b"}
+
+    # A commit made by the CLI is seen after reload().
+    extra = tmp_path / "extra.jsonl"
+    extra.write_text(json.dumps({"id": "d", "text": "Big Ben is in London."}) + "\n")
+    run_cli(lector_bin, "index", "add", str(extra), "--index", index.path)
+    assert not index.search("London")
+    index.reload()
+    assert [h.doc_id for h in index.search("London")] == ["d"]
+
+    assert index.delete(["b", "missing"]) == 1
+    assert index.stats()["documents"] == 3
+    assert not index.search("Colosseum Rome")
+
+
+def test_bad_input_names_the_document_and_keeps_the_index(tmp_path):
+    index = lector.Index(tmp_path / "ix")
+    index.add([{"id": "a", "text": "kept"}])
+    with pytest.raises(ValueError, match=r"documents\[1\]: .*no `text`"):
+        index.add([{"id": "b", "text": "fine"}, {"id": "c"}])
+    assert index.stats()["documents"] == 1
+    with pytest.raises(ValueError, match="filter: "):
+        index.search("kept", filter="year >>> 3")
+    with pytest.raises(lector.LectorError, match="nowhere"):
+        lector.Index(tmp_path / "nowhere").search("anything")
+    with pytest.raises(lector.LectorError, match="no-such-model"):
+        lector.Reader(tmp_path / "no-such-model")
+    with pytest.raises(ValueError, match="unknown ask option `bogus`"):
+        lector.Pipeline(index).ask("kept?", bogus=1)
+
+
+def test_the_gil_is_released_while_rust_works(sample):
+    reader = lector.Reader()
+    pairs = [(q, c) for _, q, c in sample_pairs(sample)][:64]
+    worker = threading.Thread(target=reader.read_batch, args=(pairs,))
+    ticks = 0
+    worker.start()
+    while worker.is_alive():
+        ticks += 1
+    worker.join()
+    # Holding the GIL for the whole batch would leave this thread a handful of ticks at most.
+    assert ticks > 10_000
+
+
+def test_eval_scores_retrieval_and_hotpot():
+    qrels = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}}
+    run = {"q1": {"d2": 0.9, "d1": 0.5}, "q2": {"d4": 0.8, "d5": 0.7}}
+    scores = lector.eval.retrieval(qrels, run, ks=[1, 3])
+    assert scores["queries"]["q1"]["mrr"] == 0.5 and scores["queries"]["q1"]["p@1"] == 0.0
+    assert scores["queries"]["q1"]["recall@3"] == 1.0 and scores["queries"]["q2"]["recall@3"] == 0.0
+    assert scores["mean"]["mrr"] == 0.25
+
+    gold = json.loads(open(lector.eval.shared_data("hotpotqa/hotpot_dev_distractor_sample1100.json")).read())[:40]
+    perfect = {"answer": {q["_id"]: q["answer"] for q in gold}, "sp": {q["_id"]: q["supporting_facts"] for q in gold}}
+    assert lector.eval.hotpot(gold, perfect)["joint_em"] == 1.0
+    perfect["answer"][gold[0]["_id"]] = "certainly not the answer"
+    metrics = lector.eval.hotpot(gold, perfect)
+    assert metrics["em"] == pytest.approx(39 / 40) and metrics["sp_em"] == 1.0
+    with pytest.raises(lector.LectorError, match="question 0"):
+        lector.eval.hotpot([{"question": "no id"}], perfect)

@@ -3,7 +3,7 @@
 # (transformers-haystack: since Haystack 3 the reader lives in that integration package) on top of
 # the transformers/PyTorch environment of tools/setup-hf.sh, which is reused through a .pth file
 # rather than installed twice (torch with its CUDA wheels is 6.9 GB), plus the lector package
-# (built by this script with maturin, release profile). Prints the interpreter on its last line.
+# (a wheel built by this script with maturin, release profile). Prints the interpreter on its last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hf_python="$(bash tools/setup-hf.sh | tail -n 1)"
@@ -18,5 +18,9 @@ if [ ! -f "$stamp" ]; then
     -r python/requirements-test.txt transformers-haystack==2.0.0 >&2
   touch "$stamp"
 fi
-VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop --release -q >&2
+# A wheel, not an editable build: an editable one loads whatever extension module was built last
+# into python/lector, by any environment and profile.
+rm -rf "$venv/wheels"
+"$venv/bin/maturin" build -q --locked --release --interpreter "$venv/bin/python" -o "$venv/wheels" >&2
+"$venv/bin/python" -m pip install -q --no-deps --force-reinstall "$venv"/wheels/lector-*.whl >&2
 echo "$venv/bin/python"

@@ -11,8 +11,11 @@ rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r python/requirements-test.txt
 cargo build -q --locked -p lector-cli
-# The dev profile: the dependencies and numeric crates are optimised in it (Cargo.toml) and
-# already built by `cargo test`, so this compiles the bindings only.
-VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop -q --locked
+# A wheel installed as a user installs it (not an editable build, whose extension module would sit
+# in python/lector, shared by every environment). The dev profile: the dependencies and numeric
+# crates are optimised in it (Cargo.toml) and already built by `cargo test`, so this compiles the
+# bindings only.
+"$venv/bin/maturin" build -q --locked --profile dev --interpreter "$venv/bin/python" -o "$venv/wheels"
+"$venv/bin/python" -m pip install -q --no-deps "$venv"/wheels/lector-*.whl
 export LECTOR_BIN="${LECTOR_BIN:-${CARGO_TARGET_DIR:-$PWD/target}/debug/lector}"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests

@@ -24,7 +24,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union, overload
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from . import _lector
 from ._lector import LectorError
@@ -50,9 +63,12 @@ PathLike = Union[str, "os.PathLike[str]"]
 Filter = Union[str, Mapping[str, Any]]
 
 
-def _build(cls: Any, fields: Mapping[str, Any], **converted: Any) -> Any:
+_T = TypeVar("_T")
+
+
+def _build(cls: Type[_T], fields: Mapping[str, Any], **converted: Any) -> _T:
     """``cls`` from the dict ``fields`` (keys it does not have are left out), with ``converted``."""
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     values = {k: v for k, v in fields.items() if k in names}
     values.update(converted)
     return cls(**values)
@@ -371,7 +387,7 @@ class Pipeline:
         mode: Optional[str] = None,
         filter: Optional[Filter] = None,
         rerank: Optional[PathLike] = None,
-        rerank_depth: int = 50,
+        rerank_depth: int = 20,
     ) -> None:
         self.index = index
         self._inner = _lector.Pipeline(

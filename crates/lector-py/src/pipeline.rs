@@ -42,7 +42,7 @@ impl Pipeline {
     /// reader), retrieving with `mode` (`None`: hybrid for a dense index, else BM25), reranking
     /// with the cross-encoder `rerank` when given, and the index's calibration.
     #[new]
-    #[pyo3(signature = (index, reader = None, *, mode = None, filter = None, rerank = None, rerank_depth = 50))]
+    #[pyo3(signature = (index, reader = None, *, mode = None, filter = None, rerank = None, rerank_depth = lector_index::DEFAULT_RERANK_DEPTH))]
     fn new(
         py: Python<'_>,
         index: Py<Index>,

@@ -43,7 +43,9 @@
 //! as such), an archive without the main part, a main part that is not well-formed XML or not
 //! UTF-8 or is encrypted, a main part that decompresses to more than
 //! [`IngestOptions::max_document_bytes`] (its declared size is checked first, then at most one
-//! byte past the limit is ever decompressed: a ZIP bomb stops there), a document without text,
+//! byte past the limit is ever decompressed: a ZIP bomb stops there; no more than 1 MiB is
+//! reserved on the declared size's word), elements nested deeper than [`MAX_XML_DEPTH`] (a few
+//! hundred bytes of unclosed `<w:p>` would otherwise hold memory per element), a document without text,
 //! and a file whose reading panics (caught, so one bad file never stops a folder). The other
 //! parts read (`_rels/.rels`, `word/styles.xml`, `docProps/core.xml`) are bounded the same way,
 //! but one that is missing, broken or too large is only left out: the text is read without it.
@@ -76,6 +78,19 @@ const WORDML: [&str; 2] = [
     "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
     "http://purl.oclc.org/ooxml/wordprocessingml/main",
 ];
+
+/// The deepest element nesting read in a part: far deeper than Word writes (tables in tables in
+/// text boxes stay under 30), shallow enough that a file of millions of unclosed elements is
+/// refused after a few hundred.
+pub const MAX_XML_DEPTH: usize = 256;
+
+/// The most bytes reserved for a part before reading it (it grows past this as it is read).
+const PART_CAPACITY: usize = 1 << 20;
+
+/// The refusal of an element nested deeper than [`MAX_XML_DEPTH`].
+fn too_deep() -> String {
+    format!("XML elements nested more than {MAX_XML_DEPTH} deep (the limit per document)")
+}
 
 /// What one DOCX file yields.
 #[derive(Debug, Default)]
@@ -196,7 +211,9 @@ fn part(
     if entry.size() > limit {
         return Err(too_large(entry.size(), false));
     }
-    let mut bytes = Vec::with_capacity(entry.size() as usize);
+    // The declared size is the archive's word, not the entry's: it may lie, so the buffer grows
+    // as bytes arrive rather than being reserved up front.
+    let mut bytes = Vec::with_capacity((entry.size() as usize).min(PART_CAPACITY));
     entry
         .take(limit + 1)
         .read_to_end(&mut bytes)
@@ -384,6 +401,9 @@ fn styles(xml: &str) -> std::result::Result<HashMap<String, Style>, String> {
             _ => {}
         }
         if !empty {
+            if stack.len() >= MAX_XML_DEPTH {
+                return Err(too_deep());
+            }
             stack.push(local);
         }
     }
@@ -553,6 +573,9 @@ fn body(xml: &str, styles: &HashMap<String, Style>) -> std::result::Result<Body,
             }
         }
         if !empty {
+            if stack.len() >= MAX_XML_DEPTH {
+                return Err(too_deep());
+            }
             stack.push(local);
         }
     }

@@ -4,12 +4,14 @@
     python3 bench/ann_faiss.py --random 100000 --dim 384
     python3 bench/ann_faiss.py --clustered 100000 --dim 384 --repeat 3
     python3 bench/ann_faiss.py --vectors embeddings.npy [--queries queries.npy]
+    python3 bench/ann_faiss.py --clustered 100000 --dim 384 --no-hnsw --repeat 3
 
 The first run creates a virtual environment under ~/.cache/lector/bench-faiss with faiss-cpu and
 numpy and re-runs itself there. Both libraries get the same normalised float32 .npy files (written
 to --workdir), the same HNSW parameters (M, efConstruction, efSearch, inner product) and the same
-thread count. faiss's exact search is IndexFlatIP over the query batch (a matrix product); lector's
-answers one query at a time. With --vectors and no --queries, --nq rows are held out as queries.
+thread count. Exact search is the whole query batch on both sides: faiss's IndexFlatIP (a BLAS matrix
+product) and lector's exact_top_k_batch (register-tiled, AVX-512 or AVX2); lector's one-query-at-a-time
+scan, as a server runs it, is printed beside. --no-hnsw measures exact search only. With --vectors and no --queries, --nq rows are held out as queries.
 With --repeat R every figure is the median of R runs. --clustered draws the mixture described in
 crates/lector-index/tests/vector.rs.
 """
@@ -22,6 +24,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import cpu
 
 VENV = Path.home() / ".cache" / "lector" / "bench-faiss"
 REPO = Path(__file__).resolve().parent.parent
@@ -56,6 +60,7 @@ def parse_args():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--repeat", type=int, default=1, help="runs per side; figures are medians")
     p.add_argument("--workdir", default=str(VENV / "data"), help="where the .npy files are written")
+    p.add_argument("--no-hnsw", action="store_true", help="measure exact search only")
     p.add_argument("--json", action="store_true", help="print the medians as JSON")
     return p.parse_args()
 
@@ -119,13 +124,13 @@ def run_lector(args, base_path, query_path):
         "--vectors", str(base_path), "--queries", str(query_path),
         "--m", str(args.m), "--ef-construction", str(args.ef_construction), "--ef", args.ef,
         "--k", str(args.k), "--threads", str(args.threads), "--json",
-    ]  # fmt: skip
+    ] + (["--no-hnsw"] if args.no_hnsw else [])  # fmt: skip
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     report = json.loads(out.strip().splitlines()[-1])
-    runs = {r["ef"]: r for r in report["hnsw"]["runs"]}
+    hnsw = report.get("hnsw", {"build_s": 0.0, "runs": []})
     return {
-        "flat": {"build_s": 0.0, "qps_1": report["flat"]["qps_1"], "qps_all": report["flat"]["qps_all"], "recall": 1.0},
-        "hnsw": {"build_s": report["hnsw"]["build_s"], "runs": runs},
+        "flat": {"build_s": 0.0, **report["flat"], "recall": 1.0},
+        "hnsw": {"build_s": hnsw["build_s"], "runs": {r["ef"]: r for r in hnsw["runs"]}},
     }
 
 
@@ -144,11 +149,14 @@ def recall(found, truth):
 def run_faiss(args, base, queries):
     import faiss
 
-    dim, k, efs = base.shape[1], args.k, [int(e) for e in args.ef.split(",")]
+    dim, k, efs = base.shape[1], args.k, searched_efs(args)
     flat = faiss.IndexFlatIP(dim)
     flat.add(base)
     qps_1, _ = qps(flat, queries, k, 1, faiss)
     qps_all, truth = qps(flat, queries, k, args.threads, faiss)
+    report = {"flat": {"build_s": 0.0, "qps_1": qps_1, "qps_all": qps_all, "recall": 1.0}}
+    if not efs:
+        return {**report, "hnsw": {"build_s": 0.0, "runs": {}}}
     hnsw = faiss.IndexHNSWFlat(dim, args.m, faiss.METRIC_INNER_PRODUCT)
     hnsw.hnsw.efConstruction = args.ef_construction
     faiss.omp_set_num_threads(args.threads)
@@ -161,10 +169,12 @@ def run_faiss(args, base, queries):
         q1, _ = qps(hnsw, queries, k, 1, faiss)
         qa, found = qps(hnsw, queries, k, args.threads, faiss)
         runs[ef] = {"ef": ef, "qps_1": q1, "qps_all": qa, "recall": recall(found, truth)}
-    return {
-        "flat": {"build_s": 0.0, "qps_1": qps_1, "qps_all": qps_all, "recall": 1.0},
-        "hnsw": {"build_s": build_s, "runs": runs},
-    }
+    return {**report, "hnsw": {"build_s": build_s, "runs": runs}}
+
+
+def searched_efs(args):
+    """The HNSW search beams to measure (none with --no-hnsw)."""
+    return [] if args.no_hnsw else [int(e) for e in args.ef.split(",")]
 
 
 def median_of(reports):
@@ -182,7 +192,8 @@ def rows(lector, faiss_report, efs):
     yield "flat", lector["flat"], faiss_report["flat"], None
     for ef in efs:
         yield f"hnsw ef={ef}", lector["hnsw"]["runs"][ef], faiss_report["hnsw"]["runs"][ef], None
-    yield "hnsw build", None, None, (lector["hnsw"]["build_s"], faiss_report["hnsw"]["build_s"])
+    if efs:
+        yield "hnsw build", None, None, (lector["hnsw"]["build_s"], faiss_report["hnsw"]["build_s"])
 
 
 def print_table(lector, faiss_report, efs, threads):
@@ -211,7 +222,8 @@ def main():
     base_path, query_path = workdir / "base.npy", workdir / "queries.npy"
     np.save(base_path, base)
     np.save(query_path, queries)
-    efs = [int(e) for e in args.ef.split(",")]
+    efs = searched_efs(args)
+    print(f"CPU: {cpu.line()}", file=sys.stderr)
     print(
         f"{source}: {len(base)} x {base.shape[1]}, {len(queries)} queries, M {args.m}, "
         f"efConstruction {args.ef_construction}, {args.threads} threads, {args.repeat} run(s) each",
@@ -224,13 +236,17 @@ def main():
         for name, run in order if r % 2 == 0 else order[::-1]:
             result = run()
             (lector_runs if name == "lector" else faiss_runs).append(result)
-            print(f"run {r + 1}/{args.repeat} {name}: build {result['hnsw']['build_s']:.1f} s", file=sys.stderr)
+            print(f"run {r + 1}/{args.repeat} {name}: flat {result['flat']['qps_1']:.0f} QPS on 1 thread, "
+                  f"HNSW build {result['hnsw']['build_s']:.1f} s", file=sys.stderr)
     lector, faiss_report = median_of(lector_runs), median_of(faiss_runs)
     if args.json:
-        print(json.dumps({"source": source, "n": len(base), "dim": base.shape[1], "threads": args.threads,
+        print(json.dumps({"source": source, "cpu": cpu.describe(), "n": len(base), "dim": base.shape[1], "threads": args.threads,
                           "repeat": args.repeat, "lector": lector, "faiss": faiss_report}))  # fmt: skip
     else:
         print_table(lector, faiss_report, efs, args.threads)
+        single = lector["flat"]
+        print(f"lector's exact scan one query at a time: {single['single_qps_1']:.0f} QPS on 1 thread, "
+              f"{single['single_qps_all']:.0f} on {args.threads}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from cpu import line as cpu_line
+
 # Haystack sends usage telemetry by default; a benchmark reaches nothing beyond this machine.
 os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -192,13 +194,6 @@ def run_side(name, limit, work):
     return json.load(open(out))
 
 
-def cpu_name():
-    for line in open("/proc/cpuinfo"):
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=300)
@@ -221,7 +216,7 @@ def main():
     lector_index(dataset, work)  # built once, outside the timings
     results = {name: run_side(name, args.limit, work) for name in SIDES}
     peer = results["haystack"]
-    print(f"CPU: {cpu_name()}; {len(questions)} SQuAD v1.1 dev questions, {sum(len(a['paragraphs']) for a in dataset['data'])} paragraphs, k={K}\n")
+    print(f"CPU: {cpu_line()}; {len(questions)} SQuAD v1.1 dev questions, {sum(len(a['paragraphs']) for a in dataset['data'])} paragraphs, k={K}\n")
     gold = asked_only(dataset, questions)
     print("| side | questions/s | vs Haystack | EM / F1 (abstaining) | EM / F1 (best span) | best span equal to Haystack's | abstained | peak RSS |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")

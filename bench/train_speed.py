@@ -41,25 +41,10 @@ import sys
 import tempfile
 import time
 
+from cpu import describe as cpu_describe, line as cpu_line
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("LECTOR_DATA_DIR") or os.path.join(ROOT, "..", "shared", "data")
-
-
-def cpu_info():
-    model, flags = "unknown", set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, val = line.partition(":")
-                key = key.strip()
-                if key == "model name" and model == "unknown":
-                    model = val.strip()
-                elif key == "flags" and not flags:
-                    flags = set(val.split())
-    except OSError:
-        pass
-    return {"model": model, "avx512f": "avx512f" in flags, "avx512_bf16": "avx512_bf16" in flags,
-            "amx_bf16": "amx_bf16" in flags, "cpus": os.cpu_count()}
 
 
 def first_questions(path, n):
@@ -281,7 +266,7 @@ def main():
                  f"or pass --lector PATH; --only torch runs the PyTorch side alone)")
 
     squad = first_questions(args.train, args.questions)
-    cpu = cpu_info()
+    cpu = cpu_describe()
     result = {"cpu": cpu, "settings": {k: getattr(args, k) for k in (
         "model", "questions", "max_seq_len", "doc_stride", "batch_size", "steps", "warmup_steps_skip",
         "precision", "threads")}, "sides": {}}
@@ -306,8 +291,7 @@ def main():
     print(f"training speed, {os.path.basename(os.path.normpath(s['model']))}, first {s['questions']} questions of "
           f"{s['train']}, max_seq_len {s['max_seq_len']}, stride {s['doc_stride']}, batch {s['batch_size']}, "
           f"{s['steps']} steps (first {s['warmup_steps_skip']} skipped), {s['precision']}, {s['threads']} threads")
-    print(f"CPU: {cpu['model']} ({cpu['cpus']} CPUs), avx512f: {'yes' if cpu['avx512f'] else 'no'}, "
-          f"avx512_bf16: {'yes' if cpu['avx512_bf16'] else 'no'}, amx_bf16: {'yes' if cpu['amx_bf16'] else 'no'}")
+    print(f"CPU: {cpu_line(cpu)}")
     print(f"{'side':<8} | {'windows/s (median)':>18} | {'windows/s (overall)':>19} | {'ratio lector/torch':>18}")
     print("-" * 74)
     for name in ("lector", "torch"):

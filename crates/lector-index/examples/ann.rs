@@ -1,5 +1,7 @@
 //! Measures exact and HNSW vector search: build time, queries per second on one thread and on
-//! all threads, and HNSW recall@k against exact search.
+//! all threads, and HNSW recall@k against exact search. Exact search is timed both ways lector
+//! runs it: the whole query batch at once (`exact_top_k_batch`, as faiss's flat index does) and
+//! one query at a time (`exact_top_k`, as a server answers a single question).
 //!
 //! ```text
 //! cargo run --release -p lector-index --example ann -- --vectors base.npy --queries q.npy
@@ -8,12 +10,13 @@
 //! ```
 //!
 //! Options: `--nq N` random queries (1000), `--m`, `--ef-construction`, `--ef 16,32,64` (the
-//! search beams to measure), `--k` (10), `--threads` (all cores), `--json`. Rows and queries are
+//! search beams to measure), `--k` (10), `--threads` (all cores), `--no-hnsw` (exact search
+//! only), `--json`. Rows and queries are
 //! L2-normalised on load, so the inner product is the cosine. `.npy` files must hold a 2-D
 //! little-endian float32 array in C order. `--clustered` draws the mixture described in
 //! `tests/vector.rs` (`bench/ann_faiss.py` draws the same one with numpy).
 
-use lector_index::vector::{exact_top_k, normalize, Hnsw, HnswParams, Vectors};
+use lector_index::vector::{exact_top_k, exact_top_k_batch, normalize, Hnsw, HnswParams, Vectors};
 use rayon::prelude::*;
 use serde_json::json;
 use std::path::Path;
@@ -31,6 +34,7 @@ struct Args {
     efs: Vec<usize>,
     k: usize,
     threads: usize,
+    hnsw: bool,
     json: bool,
 }
 
@@ -47,12 +51,14 @@ fn parse_args() -> Result<Args, String> {
         efs: vec![16, 32, 64, 128, 256],
         k: 10,
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        hnsw: true,
         json: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        if flag == "--json" {
-            args.json = true;
+        if flag == "--json" || flag == "--no-hnsw" {
+            args.json |= flag == "--json";
+            args.hnsw &= flag != "--no-hnsw";
             continue;
         }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -297,22 +303,67 @@ fn main() {
         );
     }
 
-    // Exact search: the serial figure on a bounded number of queries (each reads every row).
-    let exact_qps_1 = qps_serial(1, &queries, 200, |q| {
+    // Exact search, the batch: every query at once, on one thread and on all.
+    let batch = |threads: usize| {
+        pool(threads).install(|| {
+            let start = Instant::now();
+            let found = exact_top_k_batch(&base, &queries, k, |_| true);
+            (queries.len() as f64 / start.elapsed().as_secs_f64(), found)
+        })
+    };
+    let (batch_qps_1, _) = batch(1);
+    let (batch_qps_all, found) = batch(threads);
+    let truth: Vec<Vec<u32>> = found
+        .into_iter()
+        .map(|hits| hits.into_iter().map(|h| h.1).collect())
+        .collect();
+    // One query at a time: the serial figure on a bounded number of queries (each reads every row).
+    let single_qps_1 = qps_serial(1, &queries, 200, |q| {
         exact_top_k(&base, q, k, |_| true);
     });
-    let (exact_qps_all, truth) = qps_parallel(threads, &queries, |q| {
-        exact_top_k(&base, q, k, |_| true)
-            .into_iter()
-            .map(|h| h.1)
-            .collect::<Vec<u32>>()
+    let (single_qps_all, _) = qps_parallel(threads, &queries, |q| {
+        exact_top_k(&base, q, k, |_| true);
     });
     if !args.json {
-        println!("flat: {exact_qps_1:.1} QPS on 1 thread, {exact_qps_all:.1} QPS on {threads}");
+        println!(
+            "flat, batch: {batch_qps_1:.1} QPS on 1 thread, {batch_qps_all:.1} QPS on {threads}"
+        );
+        println!(
+            "flat, one query at a time: {single_qps_1:.1} QPS on 1 thread, {single_qps_all:.1} QPS on {threads}"
+        );
     }
+    let mut report = json!({
+        "source": source,
+        "n": base.len(),
+        "dim": base.dim(),
+        "queries": queries.len(),
+        "k": k,
+        "threads": threads,
+        "flat": {
+            "qps_1": batch_qps_1,
+            "qps_all": batch_qps_all,
+            "single_qps_1": single_qps_1,
+            "single_qps_all": single_qps_all,
+        },
+    });
+    if args.hnsw {
+        report["hnsw"] = hnsw_runs(&args, &base, &queries, &truth);
+    }
+    if args.json {
+        println!("{report}");
+    }
+}
 
+/// Builds the graph and measures each search beam: recall against `truth`, QPS both ways.
+fn hnsw_runs(
+    args: &Args,
+    base: &Vectors,
+    queries: &Vectors,
+    truth: &[Vec<u32>],
+) -> serde_json::Value {
+    let (k, threads) = (args.k, args.threads);
     let start = Instant::now();
-    let graph = pool(threads).install(|| Hnsw::build(&base, args.params));
+    let graph = pool(threads).install(|| Hnsw::build(base, args.params));
     let build_s = start.elapsed().as_secs_f64();
     if !args.json {
         println!(
@@ -322,14 +373,14 @@ fn main() {
     }
     let mut runs = Vec::new();
     for &ef in &args.efs {
-        let search = |q: &[f32]| graph.search(&base, q, k, ef, |_| true);
-        let qps_1 = qps_serial(1, &queries, queries.len(), |q| {
+        let search = |q: &[f32]| graph.search(base, q, k, ef, |_| true);
+        let qps_1 = qps_serial(1, queries, queries.len(), |q| {
             search(q);
         });
-        let (qps_all, found) = qps_parallel(threads, &queries, search);
+        let (qps_all, found) = qps_parallel(threads, queries, search);
         let hits: usize = found
             .iter()
-            .zip(&truth)
+            .zip(truth)
             .map(|(f, t)| f.iter().filter(|h| t.contains(&h.1)).count())
             .sum();
         let recall = hits as f64 / truth.iter().map(Vec::len).sum::<usize>().max(1) as f64;
@@ -340,22 +391,10 @@ fn main() {
         }
         runs.push(json!({"ef": ef, "recall": recall, "qps_1": qps_1, "qps_all": qps_all}));
     }
-    if args.json {
-        let report = json!({
-            "source": source,
-            "n": base.len(),
-            "dim": base.dim(),
-            "queries": queries.len(),
-            "k": k,
-            "threads": threads,
-            "flat": {"qps_1": exact_qps_1, "qps_all": exact_qps_all},
-            "hnsw": {
-                "m": args.params.m,
-                "ef_construction": args.params.ef_construction,
-                "build_s": build_s,
-                "runs": runs,
-            },
-        });
-        println!("{report}");
-    }
+    json!({
+        "m": args.params.m,
+        "ef_construction": args.params.ef_construction,
+        "build_s": build_s,
+        "runs": runs,
+    })
 }

@@ -12,7 +12,7 @@
 //! even in test builds (`[profile.dev.package.lector-index]` in the workspace's Cargo.toml), so
 //! plain `cargo test` runs the 20k x 384 check with the others, which stay small to stay quick.
 
-use lector_index::vector::{exact_top_k, normalize, Hnsw, HnswParams, Vectors};
+use lector_index::vector::{exact_top_k, exact_top_k_batch, normalize, Hnsw, HnswParams, Vectors};
 
 /// A seeded standard-normal source (splitmix64 + Box-Muller; no RNG crate needed).
 struct Gauss(u64);
@@ -148,6 +148,48 @@ fn exact_search_in_parallel_equals_brute_force() {
             brute_force(&base, q, 50, |_| true)
         );
     }
+}
+
+/// The ids of one query's ranking, and its scores (to compare within rounding).
+fn ids_and_scores(hits: &[(f32, u32)]) -> (Vec<u32>, Vec<f32>) {
+    hits.iter().map(|&(s, id)| (id, s)).unzip()
+}
+
+#[test]
+fn batched_exact_search_equals_one_query_at_a_time() {
+    // 384 dimensions as the embedder's; 70 000 rows split across threads; query counts that
+    // leave partial tiles (6 and 12 queries per tile) and a filter that drops most rows.
+    let cases = [(3000, 24, 13), (1000, 384, 7), (70_000, 16, 25)];
+    let rare = |i: u32| i % 7 == 3;
+    for (seed, (n, dim, nq)) in cases.into_iter().enumerate() {
+        let base = uniform(n, dim, 10 + seed as u64);
+        let queries = uniform(nq, dim, 20 + seed as u64);
+        for k in [1, 10, 100] {
+            let all = exact_top_k_batch(&base, &queries, k, |_| true);
+            let filtered = exact_top_k_batch(&base, &queries, k, rare);
+            assert_eq!((all.len(), filtered.len()), (nq, nq));
+            for i in 0..nq {
+                let q = queries.row(i);
+                for (got, want) in [
+                    (&all[i], exact_top_k(&base, q, k, |_| true)),
+                    (&filtered[i], exact_top_k(&base, q, k, rare)),
+                ] {
+                    let (got_ids, got_scores) = ids_and_scores(got);
+                    let (want_ids, want_scores) = ids_and_scores(&want);
+                    assert_eq!(got_ids, want_ids, "n {n} dim {dim} query {i} k {k}");
+                    for (g, w) in got_scores.iter().zip(&want_scores) {
+                        assert!((g - w).abs() <= 1e-5, "score {g} vs {w}");
+                    }
+                }
+            }
+        }
+    }
+    let empty = Vectors::new(8);
+    assert_eq!(
+        exact_top_k_batch(&empty, &uniform(3, 8, 1), 5, |_| true),
+        vec![Vec::new(); 3]
+    );
+    assert!(exact_top_k_batch(&uniform(10, 8, 1), &empty, 5, |_| true).is_empty());
 }
 
 #[test]

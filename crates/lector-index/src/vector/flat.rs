@@ -5,6 +5,7 @@
 //! HNSW graph and the right choice for small segments, where a graph costs more than it saves.
 
 use super::simd::dot;
+use super::tile::{pack_panel, TileKernel};
 use super::{into_ranked, Candidate};
 use crate::codec::{DecodeResult, Decoder, Encoder};
 use rayon::prelude::*;
@@ -15,6 +16,9 @@ use std::collections::BinaryHeap;
 const PARALLEL_ROWS: usize = 50_000;
 /// Rows per parallel task: large enough that merging per-task top-k lists costs nothing.
 const CHUNK_ROWS: usize = 16_384;
+/// Rows per block of a batched scan: packed, they take 384 KB at 384 dimensions, so they stay in
+/// the L2 cache while every query of the batch passes over them.
+const BLOCK_ROWS: usize = 256;
 
 /// Fixed-dimension vectors stored row-major; row `i` has id `i`.
 #[derive(Debug, Clone, PartialEq)]
@@ -158,6 +162,103 @@ pub fn exact_top_k(
         scan(vectors, query, k, &keep, 0..n)
     };
     into_ranked(best.heap.into_iter().map(|Reverse(c)| c).collect())
+}
+
+/// The `k` best rows for every row of `queries`, as [`exact_top_k`] finds them one query at a
+/// time (scores may differ in the last bits: the sums run in another order). The queries share
+/// each pass over the rows, as a matrix product does, so a batch costs a fraction of its queries
+/// asked one by one. Uses all of rayon's threads from [`PARALLEL_ROWS`] rows on. Panics when the
+/// queries' dimension differs from the rows'.
+pub fn exact_top_k_batch(
+    vectors: &Vectors,
+    queries: &Vectors,
+    k: usize,
+    keep: impl Fn(u32) -> bool + Sync,
+) -> Vec<Vec<(f32, u32)>> {
+    assert_eq!(
+        queries.dim(),
+        vectors.dim(),
+        "query length differs from the dimension"
+    );
+    let (n, nq) = (vectors.len(), queries.len());
+    let kernel = TileKernel::detect().filter(|_| nq > 1 && n > 0 && k > 0);
+    let Some(kernel) = kernel else {
+        let one = |i| exact_top_k(vectors, queries.row(i), k, &keep);
+        return (0..nq).map(one).collect();
+    };
+    // Whole tiles of queries: the padding rows are zeros whose scores are never offered.
+    let mut padded = queries.as_slice().to_vec();
+    padded.resize(nq.next_multiple_of(kernel.mr) * queries.dim(), 0.0);
+    let threads = rayon::current_num_threads();
+    let parts = if n >= PARALLEL_ROWS { threads } else { 1 };
+    let part_rows = n.div_ceil(parts).next_multiple_of(BLOCK_ROWS);
+    let scan_part = |p: usize| {
+        let rows = p * part_rows..((p + 1) * part_rows).min(n);
+        scan_batch(kernel, vectors, &padded, nq, k, &keep, rows)
+    };
+    let merge = |mut a: Vec<TopK>, b: Vec<TopK>| {
+        for (into, from) in a.iter_mut().zip(b) {
+            for Reverse(c) in from.heap {
+                into.offer(k, c);
+            }
+        }
+        a
+    };
+    let tops = (0..n.div_ceil(part_rows))
+        .into_par_iter()
+        .map(scan_part)
+        .reduce_with(merge)
+        .unwrap_or_default();
+    tops.into_iter()
+        .map(|t| into_ranked(t.heap.into_iter().map(|Reverse(c)| c).collect()))
+        .collect()
+}
+
+/// One part's rows against every query, a block of rows at a time: the block is packed into
+/// panels once, then each tile of queries is scored against each panel.
+fn scan_batch(
+    kernel: TileKernel,
+    vectors: &Vectors,
+    padded_queries: &[f32],
+    nq: usize,
+    k: usize,
+    keep: &(impl Fn(u32) -> bool + Sync),
+    rows: std::ops::Range<usize>,
+) -> Vec<TopK> {
+    let (dim, mr, nr) = (vectors.dim(), kernel.mr, kernel.nr);
+    // Rows past the part's end are packed as zeros (and never offered).
+    let part = &vectors.as_slice()[..rows.end * dim];
+    let mut tops: Vec<TopK> = (0..nq).map(|_| TopK::default()).collect();
+    let mut packed = vec![0.0; BLOCK_ROWS.next_multiple_of(nr) * dim];
+    let mut kept = vec![false; BLOCK_ROWS];
+    let mut scores = vec![0.0; mr * nr];
+    for block in rows.clone().step_by(BLOCK_ROWS) {
+        let len = (rows.end - block).min(BLOCK_ROWS);
+        let panels = len.div_ceil(nr);
+        for (p, panel) in packed.chunks_exact_mut(nr * dim).take(panels).enumerate() {
+            pack_panel(part, dim, block + p * nr, nr, panel);
+        }
+        for (j, kept) in kept[..len].iter_mut().enumerate() {
+            *kept = keep((block + j) as u32);
+        }
+        for (g, tile) in padded_queries.chunks_exact(mr * dim).enumerate() {
+            for (p, panel) in packed.chunks_exact(nr * dim).take(panels).enumerate() {
+                kernel.scores(tile, dim, panel, &mut scores);
+                let first = p * nr;
+                let width = nr.min(len - first);
+                for i in 0..mr.min(nq - g * mr) {
+                    let top = &mut tops[g * mr + i];
+                    for (j, &score) in scores[i * nr..i * nr + width].iter().enumerate() {
+                        if kept[first + j] {
+                            let id = (block + first + j) as u32;
+                            top.offer(k, Candidate { score, id });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    tops
 }
 
 /// A bounded heap of the best `k` candidates seen, worst on top so it is replaced first.

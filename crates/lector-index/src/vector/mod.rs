@@ -12,8 +12,9 @@
 mod flat;
 mod hnsw;
 pub mod simd;
+mod tile;
 
-pub use flat::{exact_top_k, normalize, Vectors};
+pub use flat::{exact_top_k, exact_top_k_batch, normalize, Vectors};
 pub use hnsw::{Hnsw, HnswParams};
 
 use std::cmp::Ordering;

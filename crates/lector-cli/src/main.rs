@@ -70,7 +70,7 @@ fn set_precision(flag: Option<Precision>) -> anyhow::Result<()> {
 /// as `cat` does.
 fn restore_sigpipe() {
     #[cfg(unix)]
-    // SAFETY: called first thing in `main`, before any thread exists; SIG_DFL is a valid handler.
+    // SAFETY: called in `main` right after parsing, before any thread exists; SIG_DFL is a valid handler.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
@@ -109,11 +109,19 @@ enum Command {
     /// Reports over a server's query log: drift between two time windows.
     #[command(subcommand)]
     Report(report::ReportCommand),
+    /// Reads one PDF or Word file sent on standard input, for `lector serve`, which runs it
+    /// with memory and CPU limits (lector_ingest::serve_worker); not for people.
+    #[command(hide = true)]
+    IngestWorker,
 }
 
 fn main() {
-    restore_sigpipe();
     let cli = Cli::parse();
+    // A server writes to its reading workers' pipes, which a dead worker closes: it must get
+    // EPIPE there, not be stopped by SIGPIPE.
+    if !matches!(cli.command, Command::Serve(_)) {
+        restore_sigpipe();
+    }
     let result = set_precision(cli.precision).and_then(|()| match cli.command {
         Command::Eval(cmd) => eval::run(cmd),
         Command::Read(args) => read::run(args),
@@ -127,6 +135,10 @@ fn main() {
         Command::Label(cmd) => label::run(cmd),
         Command::Train(cmd) => train::run(cmd),
         Command::Report(cmd) => report::run(cmd),
+        Command::IngestWorker => {
+            lector_ingest::serve_worker(std::io::stdin().lock(), std::io::stdout().lock())
+                .map_err(Into::into)
+        }
     });
     if let Err(err) = result {
         eprintln!("error: {err:#}");

@@ -6,6 +6,7 @@ use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use anyhow::{Context, Result};
 use clap::Args;
 use lector_generate::Generator;
+use lector_ingest::{IsolatedReader, IsolationLimits};
 use lector_querylog::LogConfig;
 use lector_server::{ApiKey, Config, KeyFile, Limits, Opened};
 use std::net::SocketAddr;
@@ -60,6 +61,13 @@ pub struct ServeArgs {
     /// Longest a request may wait for a worker and run, in seconds (504 beyond).
     #[arg(long, value_parser = crate::values::seconds, default_value_t = lector_server::limit::DEFAULT_TIMEOUT.as_secs_f64())]
     timeout_secs: f64,
+    /// Address space of each worker process that reads an uploaded PDF or Word file, in MiB (a
+    /// file that needs more is refused; the server is unaffected).
+    #[arg(long, value_name = "MIB", value_parser = crate::values::at_least_one, default_value_t = 2048)]
+    upload_memory_mb: usize,
+    /// CPU seconds of each upload-reading worker (its wall time is --timeout-secs).
+    #[arg(long, value_name = "SECS", value_parser = crate::values::at_least_one, default_value_t = 60)]
+    upload_cpu_secs: usize,
     /// Asks, searches and document writes running at once [default: the number of CPUs].
     #[arg(long, value_parser = crate::values::at_least_one)]
     workers: Option<usize>,
@@ -154,6 +162,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         search,
         limits: limits(&args),
         query_log: args.log.config(),
+        upload_reader: upload_reader(&args),
     };
     let pipeline = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
     let store = args.store.store(args.dir.given())?;
@@ -214,6 +223,28 @@ fn api_key(args: &ServeArgs) -> Result<Option<ApiKey>> {
         args.api_key.as_deref(),
         args.api_key_file.as_deref(),
     )?)
+}
+
+/// Uploads are read by this binary run as `lector ingest-worker`, one process per file, within
+/// the upload limits (in this process only where the binary cannot be found).
+fn upload_reader(args: &ServeArgs) -> Option<Arc<IsolatedReader>> {
+    let program = match std::env::current_exe() {
+        Ok(program) => program,
+        Err(e) => {
+            eprintln!("warning: uploads are read in the server's process (lector's path: {e})");
+            return None;
+        }
+    };
+    let limits = IsolationLimits {
+        memory_bytes: (args.upload_memory_mb as u64) << 20,
+        cpu_seconds: args.upload_cpu_secs as u64,
+        wall: Duration::from_secs_f64(args.timeout_secs),
+    };
+    Some(Arc::new(IsolatedReader::new(
+        program,
+        ["ingest-worker"],
+        limits,
+    )))
 }
 
 /// Values were checked when parsed (crate::values).

@@ -48,6 +48,7 @@ pub mod docx;
 mod error;
 mod frontmatter;
 pub mod html;
+mod isolate;
 mod jsonl;
 pub mod pdf;
 mod read;
@@ -57,6 +58,7 @@ mod walk;
 
 pub use document::{ContentHash, Document};
 pub use error::{Error, Result};
+pub use isolate::{serve_worker, IsolatedReader, IsolationLimits};
 pub use jsonl::document_from_json;
 pub use pdf::page_of;
 pub use read::{read_bytes, read_file, IngestOptions, Item, DEFAULT_MAX_DOCUMENT_BYTES};

@@ -18,6 +18,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::Json;
 use lector_index::{AddOutcome, Document, DocumentCursor, Filter, Mode, SearchOptions};
+use lector_ingest::IsolatedReader;
 use lector_pipeline::multihop::{Decomposition, LlmDecomposer};
 use lector_pipeline::{AskOptions, Response};
 use lector_querylog::{AskSettings, Entry};
@@ -514,16 +515,25 @@ pub async fn put_documents(
     let principal = request.extensions().get::<Principal>().cloned();
     let limit = state.gate.limits().max_documents_bytes;
     let (admission, body) = state.gate.admit_and_read(request, limit).await?;
-    let batch: Vec<DocumentIn> = match body.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'[') => parse_json(&body)?,
-        _ => vec![parse_json(&body)?],
-    };
-    drop(body);
-    let documents = batch
-        .into_iter()
-        .enumerate()
-        .map(|(i, d)| checked(i, d).map(|d| owned(d, principal.as_ref())))
-        .collect::<Result<Vec<_>, _>>()?;
+    // Parsing the body and reading uploaded files is work like any other: on a worker, within
+    // the timeout, never on the threads that answer every other request.
+    let uploads = state.config.upload_reader.clone();
+    let owner = principal.clone();
+    let (admission, documents) = state
+        .gate
+        .run_keeping(admission, move || {
+            let batch: Vec<DocumentIn> = match body.iter().find(|b| !b.is_ascii_whitespace()) {
+                Some(b'[') => parse_json(&body)?,
+                _ => vec![parse_json(&body)?],
+            };
+            drop(body);
+            batch
+                .into_iter()
+                .enumerate()
+                .map(|(i, d)| checked(i, d, uploads.as_deref()).map(|d| owned(d, owner.as_ref())))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await?;
     let tenant = principal.as_ref().and_then(Principal::filter);
     if documents.is_empty() {
         return Err(ApiError::bad_request("no documents in the body"));
@@ -607,7 +617,11 @@ fn addressed(principal: Option<Extension<Principal>>, id: &str) -> (String, Opti
 }
 
 /// A document with an id and some text, or a 400 naming it by position.
-fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
+fn checked(
+    position: usize,
+    doc: DocumentIn,
+    uploads: Option<&IsolatedReader>,
+) -> Result<Document, ApiError> {
     let problem = if doc.id.trim().is_empty() {
         Some("the id is empty")
     } else if doc.text.trim().is_empty() && doc.file.is_none() {
@@ -639,7 +653,7 @@ fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
             metadata,
         });
     };
-    let mut read = read_upload(position, &doc.id, &file)?;
+    let mut read = read_upload(position, &doc.id, &file, uploads)?;
     // The request's own fields win over what the file says of itself.
     read.title = doc.title.or(read.title);
     read.date = doc.date.or(read.date);
@@ -651,8 +665,14 @@ fn checked(position: usize, doc: DocumentIn) -> Result<Document, ApiError> {
     Ok(read)
 }
 
-/// The document of an uploaded PDF or Word file, or a 400 naming it and what is wrong.
-fn read_upload(position: usize, id: &str, file: &FileIn) -> Result<Document, ApiError> {
+/// The document of an uploaded PDF or Word file (read by `uploads`' workers when there are
+/// some), or a 400 naming it and what is wrong.
+fn read_upload(
+    position: usize,
+    id: &str,
+    file: &FileIn,
+    uploads: Option<&IsolatedReader>,
+) -> Result<Document, ApiError> {
     use base64::Engine;
     let refused =
         |problem: String| ApiError::bad_request(format!("document {position} (`{id}`): {problem}"));
@@ -669,7 +689,18 @@ fn read_upload(position: usize, id: &str, file: &FileIn) -> Result<Document, Api
         .decode(file.base64.trim())
         .map_err(|e| refused(format!("`file.base64` is not base64: {e}")))?;
     let options = lector_ingest::IngestOptions::default();
-    lector_ingest::read_bytes(id, format, &bytes, &options).map_err(|e| refused(e.to_string()))
+    let read = match uploads {
+        Some(reader) => reader.read_bytes(id, format, &bytes, &options),
+        None => lector_ingest::read_bytes(id, format, &bytes, &options),
+    };
+    read.map_err(|e| match e {
+        lector_ingest::Error::InvalidInput { .. } => refused(e.to_string()),
+        // The worker could not be started: the server's fault, not the file's.
+        other => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("cannot read uploads now: {other}"),
+        ),
+    })
 }
 
 /// `DELETE /v1/documents/{id}`: removes a document and commits; 404 when there is none.

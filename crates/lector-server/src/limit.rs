@@ -242,14 +242,28 @@ impl Gate {
         T: Send + 'static,
         F: FnOnce() -> Result<T, ApiError> + Send + 'static,
     {
+        Ok(self.run_keeping(admitted, work).await?.1)
+    }
+
+    /// Runs admitted `work` as [`Gate::run_admitted`] does and gives the admission back with
+    /// its result, for a request whose work comes in two steps (an upload read, then written).
+    pub async fn run_keeping<T, F>(
+        &self,
+        admitted: Admission,
+        work: F,
+    ) -> Result<(Admission, T), ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    {
         let deadline = Instant::now() + self.limits.timeout;
         let worker = timeout_at(deadline, self.running.clone().acquire_owned())
             .await
             .map_err(|_| ApiError::timeout(self.limits.timeout))?
             .expect("the semaphore is never closed");
         let task = tokio::task::spawn_blocking(move || {
-            let _permits = (admitted, worker);
-            work()
+            let _worker = worker;
+            work().map(|done| (admitted, done))
         });
         match timeout_at(deadline, task).await {
             Err(_) => Err(ApiError::timeout(self.limits.timeout)),

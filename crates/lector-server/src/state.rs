@@ -49,6 +49,9 @@ pub struct Config {
     /// Log every ask and feedback here (`None`: no log, and `POST /v1/feedback` and the
     /// labelling routes answer 404).
     pub query_log: Option<lector_querylog::LogConfig>,
+    /// Read uploaded PDF and Word files in worker processes with these limits (`None`: in this
+    /// process, bounded only by the readers' own limits; see [`lector_ingest::IsolatedReader`]).
+    pub upload_reader: Option<Arc<lector_ingest::IsolatedReader>>,
 }
 
 impl Config {
@@ -76,6 +79,7 @@ impl Config {
             search,
             limits,
             query_log: None,
+            upload_reader: None,
         }
     }
 }

@@ -73,6 +73,11 @@ pub fn dense_index(dir: &Path) -> String {
 pub struct Server(Child);
 
 impl Server {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
     /// SIGKILL: no shutdown code runs.
     pub fn kill_hard(&mut self) {
         self.0.kill().unwrap();

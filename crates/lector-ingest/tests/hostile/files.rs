@@ -97,6 +97,30 @@ pub fn docx_of_unclosed_paragraphs(count: usize) -> Vec<u8> {
     writer.finish().unwrap().into_inner()
 }
 
+/// A `.docx` of one paragraph of `words` words (`word word ...`): 100 MB of text for 20
+/// million, well within the document limit, deflated to about 150 KB.
+pub fn docx_of_one_long_paragraph(words: usize) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(9));
+    writer.start_file("word/document.xml", options).unwrap();
+    writer
+        .write_all(
+            br#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>"#,
+        )
+        .unwrap();
+    let chunk = b"word ".repeat(100_000);
+    for _ in 0..words / 100_000 {
+        writer.write_all(&chunk).unwrap();
+    }
+    writer.write_all(&b"word ".repeat(words % 100_000)).unwrap();
+    writer
+        .write_all(b"</w:t></w:r></w:p></w:body></w:document>")
+        .unwrap();
+    writer.finish().unwrap().into_inner()
+}
+
 const FONT: &[u8] = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>";
 
 fn page(tree: usize, font: usize, contents: &str) -> Vec<u8> {

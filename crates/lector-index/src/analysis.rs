@@ -97,7 +97,24 @@ impl Analyzer {
         self.analyze_into(text, &mut out);
         out
     }
+
+    /// The terms a query is scored by: its first [`MAX_QUERY_TERMS`] terms, in text order. Every
+    /// store scores the same terms, and a huge query costs no more than a long one.
+    pub fn query_terms(&self, query: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for word in query.unicode_words() {
+            if out.len() == MAX_QUERY_TERMS {
+                break;
+            }
+            // One word makes at most one term.
+            self.analyze_into(word, &mut out);
+        }
+        out
+    }
 }
+
+/// The most terms of a query that BM25 scores (far beyond any question; a pasted page is cut).
+pub const MAX_QUERY_TERMS: usize = 1024;
 
 /// "cell's" -> "cell" (UAX #29 keeps the apostrophe inside a word; Lucene's English analysis
 /// drops the possessive the same way).
@@ -110,6 +127,18 @@ fn strip_possessive(word: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_is_scored_by_its_first_terms() {
+        let analyzer = Analyzer::new(AnalyzerConfig::default());
+        let question = "Which NFL team won Super Bowl 50, and who's the MVP?";
+        assert_eq!(analyzer.query_terms(question), analyzer.terms(question));
+        // A pasted megabyte: stopwords are skipped, the first 1,024 terms kept.
+        let huge = "the cells divide ".repeat(100_000);
+        let terms = analyzer.query_terms(&huge);
+        assert_eq!(terms.len(), MAX_QUERY_TERMS);
+        assert_eq!(terms[..4], ["cell", "divid", "cell", "divid"]);
+    }
 
     #[test]
     fn lowercases_segments_drops_stopwords_and_stems() {

@@ -557,7 +557,7 @@ impl Index {
         // Ordered, so that the per-passage sums add terms in one order in every process: a
         // HashMap's order changes per run, and the last bits with it, and so near-ties' order.
         let mut query_terms: BTreeMap<String, u32> = BTreeMap::new();
-        for term in self.analyzer.terms(query) {
+        for term in self.analyzer.query_terms(query) {
             *query_terms.entry(term).or_default() += 1;
         }
         // Statistics over the passing passages only, when asked (tenants: scores must not

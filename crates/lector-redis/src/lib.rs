@@ -48,7 +48,7 @@ use lector_index::{
 use redis::{Connection, Value};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The store format this build writes and reads (`NAME:lector` field `format`).
 pub const FORMAT: &str = "lector-redis-1";
@@ -128,13 +128,36 @@ pub(crate) struct StoreMeta {
     pub filterable: bool,
 }
 
-/// A connection to Redis that is dropped at the first failure and made again at the next
-/// request, so a store recovers when the server comes back.
+/// Connections to Redis for the requests of one store: a few idle connections, each used by one
+/// request at a time (the lock is held only to take or return one, never across a connect or a
+/// request); a failed connection is dropped and made again at the next request, so a store
+/// recovers when the server comes back.
+///
+/// A server that stops answering (a stopped process, a partition) fails only after the timeout,
+/// for every request: so after one timeout, requests fail at once for [`COOL_DOWN`], then one
+/// request at a time tries again until one succeeds. A store then answers "unavailable" within
+/// one timeout, not one per call of each request.
 pub(crate) struct Link {
     url: StoreUrl,
     client: redis::Client,
     timeout: Duration,
-    connection: Mutex<Option<Connection>>,
+    idle: Mutex<Vec<Connection>>,
+    outage: Mutex<Option<Outage>>,
+}
+
+/// The most idle connections a store keeps (more may be open while as many requests run).
+const MAX_IDLE: usize = 16;
+
+/// How long a store's requests fail at once (unavailable) after Redis did not answer one within
+/// the timeout; then one request at a time tries again.
+pub const COOL_DOWN: Duration = Duration::from_secs(1);
+
+/// Redis did not answer within the timeout at `since`.
+struct Outage {
+    since: Instant,
+    reason: String,
+    /// A request is trying Redis again now.
+    probing: bool,
 }
 
 impl Link {
@@ -167,30 +190,96 @@ impl Link {
             url: url.clone(),
             client,
             timeout: options.timeout,
-            connection: Mutex::new(None),
+            idle: Mutex::new(Vec::new()),
+            outage: Mutex::new(None),
         };
         link.run(|c| redis::cmd("PING").query::<String>(c))?;
         Ok(link)
     }
 
-    /// Runs `request` on the connection (made first if there is none). A failed connection is
+    /// Runs `request` on a connection (made first if none is idle). A failed connection is
     /// dropped; a server error (a bad command, a missing index) is not a connection failure.
     pub(crate) fn run<T>(
         &self,
         request: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
-        let mut slot = self.connection.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(self.connect().map_err(|e| self.failure(&e))?);
-        }
-        let connection = slot.as_mut().expect("connected above");
-        match request(connection) {
-            Ok(value) => Ok(value),
+        let probing = self.admit()?;
+        let taken = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut connection = match taken {
+            Some(connection) => connection,
+            None => self.connect().map_err(|e| self.failed(&e, probing))?,
+        };
+        match request(&mut connection) {
+            Ok(value) => {
+                if probing {
+                    *self.outage.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                }
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                if idle.len() < MAX_IDLE {
+                    idle.push(connection);
+                }
+                Ok(value)
+            }
+            // The connection is dropped when it failed; a server error leaves it usable.
+            Err(err) if is_connection_failure(&err) => Err(self.failed(&err, probing)),
             Err(err) => {
-                if is_connection_failure(&err) {
-                    *slot = None;
+                self.end_probe(probing);
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                if idle.len() < MAX_IDLE {
+                    idle.push(connection);
                 }
                 Err(self.failure(&err))
+            }
+        }
+    }
+
+    /// Whether this request may try Redis: `Ok(true)` when it is the one trying again after a
+    /// timeout, an error at once while Redis is cooling down or another request is trying.
+    fn admit(&self) -> Result<bool> {
+        let mut outage = self.outage.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(outage) = outage.as_mut() else {
+            return Ok(false);
+        };
+        if outage.probing || outage.since.elapsed() < COOL_DOWN {
+            return Err(Error::Unavailable {
+                location: self.url.to_string(),
+                reason: format!(
+                    "{} ({:.1} s ago; trying again)",
+                    outage.reason,
+                    outage.since.elapsed().as_secs_f64()
+                ),
+            });
+        }
+        outage.probing = true;
+        Ok(true)
+    }
+
+    /// The error of a failed connection; a timeout starts (or renews) an outage, and ends the
+    /// pool's idle connections, which went to the same server.
+    fn failed(&self, err: &redis::RedisError, probing: bool) -> Error {
+        if err.is_timeout() {
+            self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            *self.outage.lock().unwrap_or_else(|e| e.into_inner()) = Some(Outage {
+                since: Instant::now(),
+                reason: format!("no answer within {:.1} s", self.timeout.as_secs_f64()),
+                probing: false,
+            });
+        } else {
+            self.end_probe(probing);
+        }
+        self.failure(err)
+    }
+
+    /// A probe that ended without a timeout: the next request may try again.
+    fn end_probe(&self, probing: bool) {
+        if probing {
+            if let Some(outage) = self
+                .outage
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+            {
+                outage.probing = false;
             }
         }
     }
@@ -232,7 +321,18 @@ impl Link {
 /// and queries with them, so Redis counts exactly the terms the embedded index counts, and no
 /// query syntax reaches it.
 pub(crate) fn redis_terms(analyzer: &Analyzer, text: &str) -> Vec<String> {
-    (analyzer.terms(text).into_iter())
+    as_redis_terms(analyzer.terms(text))
+}
+
+/// A query's terms as [`redis_terms`] makes them, at most
+/// [`MAX_QUERY_TERMS`](lector_index::analysis::MAX_QUERY_TERMS) of them as the embedded index
+/// scores, so a huge question is never one unbounded union.
+pub(crate) fn redis_query_terms(analyzer: &Analyzer, query: &str) -> Vec<String> {
+    as_redis_terms(analyzer.query_terms(query))
+}
+
+fn as_redis_terms(terms: Vec<String>) -> Vec<String> {
+    (terms.into_iter())
         .map(|term| {
             term.chars()
                 .map(|c| {
@@ -276,8 +376,8 @@ fn is_connection_failure(err: &redis::RedisError) -> bool {
         || err.is_unrecoverable_error()
 }
 
-/// A lector store in Redis, for searching. Requests from several threads share one connection
-/// (one at a time); open one store per worker thread for parallel requests.
+/// A lector store in Redis, for searching. Requests from several threads run in parallel, each
+/// on a connection of its own (a few are kept open between requests).
 pub struct RedisStore {
     link: Link,
     meta: StoreMeta,

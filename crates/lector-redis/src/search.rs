@@ -108,7 +108,7 @@ impl Retriever for Bm25<'_> {
 /// intersects bare words). A repeated term stays repeated (it counts twice, as in the embedded
 /// index). `None` for a query without terms.
 fn any_of_terms(analyzer: &Analyzer, query: &str) -> Option<String> {
-    let terms = crate::redis_terms(analyzer, query);
+    let terms = crate::redis_query_terms(analyzer, query);
     (!terms.is_empty()).then(|| terms.join("|"))
 }
 

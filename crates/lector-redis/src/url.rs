@@ -88,7 +88,9 @@ impl StoreUrl {
         let host = &self.host;
         let port = self.port;
         let info = format!("{scheme}://{host}:{port}/").into_connection_info()?;
-        let mut settings = info.redis_settings().clone();
+        // No `CLIENT SETINFO` after connecting: two more replies to wait for, each up to the
+        // timeout, when the server has stopped answering.
+        let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
         if let Some(user) = &self.username {
             settings = settings.set_username(user.clone());
         }

@@ -284,3 +284,92 @@ fn writers_creating_one_store_at_once_all_succeed() {
         assert_eq!(store.counts().unwrap().documents, 4);
     }
 }
+
+/// SIGSTOP or SIGCONT to the server this test started.
+fn signal(server: &RedisServer, name: &str) {
+    let pid = server.pid().to_string();
+    assert!(Command::new("kill")
+        .args([name, pid.as_str()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+#[test]
+fn a_frozen_redis_is_unavailable_within_one_timeout_for_every_request_and_recovers() {
+    let server = RedisServer::start(&[]);
+    let url = StoreUrl::parse(&server.url("frozen")).unwrap();
+    let mut w = writer(&url, &quick());
+    for i in 0..20 {
+        w.add(doc(i)).unwrap();
+    }
+    w.commit(&mut |_, _| {}).unwrap();
+    let store = std::sync::Arc::new(RedisStore::open(&url, &quick()).unwrap());
+    let before = bm25(&store, "topic3").unwrap();
+    // A stopped process, not a dead one: connections are accepted by the kernel and never
+    // answered. Four clients ask five times each.
+    signal(&server, "-STOP");
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                (0..5)
+                    .map(|_| {
+                        let started = Instant::now();
+                        let result = bm25(&store, "topic3");
+                        (started.elapsed(), result.map(drop))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    for client in clients {
+        for (took, result) in client.join().unwrap() {
+            assert!(
+                matches!(result, Err(Error::Unavailable { .. })),
+                "{result:?}"
+            );
+            // One timeout (2 s) at most, never one per request queued before it.
+            assert!(took < Duration::from_millis(2_500), "{took:?}");
+        }
+    }
+    signal(&server, "-CONT");
+    let resumed = Instant::now();
+    let after = loop {
+        match bm25(&store, "topic3") {
+            Ok(hits) => break hits,
+            Err(_) => {
+                assert!(resumed.elapsed() < Duration::from_secs(10), "no recovery");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    assert_eq!(after, before);
+    assert!(resumed.elapsed() < lector_redis::COOL_DOWN + Duration::from_secs(2));
+}
+
+#[test]
+fn a_huge_question_is_scored_by_its_first_terms_within_the_timeout() {
+    let server = RedisServer::start(&[]);
+    let url = StoreUrl::parse(&server.url("huge")).unwrap();
+    let mut w = writer(&url, &quick());
+    for i in 0..20 {
+        w.add(doc(i)).unwrap();
+    }
+    w.commit(&mut |_, _| {}).unwrap();
+    let store = RedisStore::open(&url, &quick()).unwrap();
+    // 1 MiB of question: 1,024 terms "topic3 number" and then words that would change the
+    // ranking if they were scored.
+    let head = "topic3 number ".repeat(512);
+    let huge = format!("{head}{}", "topic5 sentence ".repeat(70_000));
+    assert!(huge.len() > 1 << 20);
+    let started = Instant::now();
+    let hits = bm25(&store, &huge).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(hits, bm25(&store, &head).unwrap());
+    assert_ne!(hits, bm25(&store, "topic5 sentence").unwrap());
+}

@@ -370,8 +370,18 @@ fn a_server_over_a_redis_store_follows_it_and_answers_503_while_redis_is_gone() 
         start.elapsed()
     );
     assert!(body.contains("unavailable"), "{body}");
+    // /healthz answers from the follower's last look at the store (every 200 ms), never
+    // calling it itself, and names nothing of it: neither host, port nor user.
+    let unhealthy = within(Duration::from_secs(10), || {
+        http(&addr, "GET", "/healthz", None).0 == 503
+    });
+    assert!(unhealthy.is_some(), "/healthz says the store is gone");
     let (status, health) = http(&addr, "GET", "/healthz", None);
     assert_eq!(status, 503, "{health}");
+    assert!(health.contains("cannot be reached"), "{health}");
+    for named in ["127.0.0.1", &redis.port.to_string(), "redis://"] {
+        assert!(!health.contains(named), "{health}");
+    }
     let (_, metrics) = http(&addr, "GET", "/metrics", None);
     for shown in [&body, &health, &metrics] {
         assert!(!shown.contains(password), "{shown}");
@@ -384,4 +394,79 @@ fn a_server_over_a_redis_store_follows_it_and_answers_503_while_redis_is_gone() 
     });
     assert!(back.is_some(), "the server recovers when Redis returns");
     assert_eq!(get_json(&addr, "/healthz")["status"], "ok");
+}
+
+#[test]
+fn two_hundred_healthz_clients_do_not_slow_the_asks_of_a_server_over_redis() {
+    // /healthz needs no key: before, each made three Redis calls on the one connection the
+    // asks used, held under a lock, so anyone could starve the asks.
+    let dir = tempfile::tempdir().unwrap();
+    let first = articles(dir.path(), 0..1, "first.json");
+    let redis = redis::RedisServer::start(&[]);
+    let store = format!("redis://127.0.0.1:{}/flood", redis.port);
+    ok(&lector(&["index", "add", &first, "--store", &store]));
+    let (mut server, addr) = serve_with(&["--store", &store, "--api-key", "k-flood"]);
+    let ask = r#"{"question": "Which NFL team represented the AFC at Super Bowl 50?"}"#;
+    let key = "Authorization: Bearer k-flood";
+    let asks = |runs| {
+        let mut took: Vec<Duration> = (0..runs)
+            .map(|_| {
+                let started = Instant::now();
+                let (status, body) = common::http_with(&addr, "POST", "/v1/ask", Some(ask), &[key]);
+                assert_eq!(status, 200, "{body}");
+                started.elapsed()
+            })
+            .collect();
+        took.sort();
+        took[runs / 2]
+    };
+    asks(3); // warm
+    let quiet = asks(15);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let clients: Vec<_> = (0..200)
+        .map(|_| {
+            let (addr, stop, answered) = (addr.clone(), stop.clone(), answered.clone());
+            std::thread::spawn(move || {
+                // Bounded: at most 2,000 requests each, 100 ms apart (2,000 a second in all).
+                for _ in 0..2_000 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let Ok(mut stream) = std::net::TcpStream::connect(&addr) else {
+                        continue;
+                    };
+                    use std::io::{Read, Write};
+                    let request = format!(
+                        "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+                    );
+                    let mut reply = String::new();
+                    if stream.write_all(request.as_bytes()).is_ok()
+                        && stream.read_to_string(&mut reply).is_ok()
+                        && reply.starts_with("HTTP/1.1 200")
+                    {
+                        answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let flooded = asks(15);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for client in clients {
+        client.join().unwrap();
+    }
+    let answered = answered.load(std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "median ask: {quiet:?} quiet, {flooded:?} with 200 /healthz clients ({answered} answered), ratio {:.2}",
+        flooded.as_secs_f64() / quiet.as_secs_f64()
+    );
+    assert!(answered > 2_000, "the flood reached the server: {answered}");
+    assert!(
+        flooded.as_secs_f64() <= 1.5 * quiet.as_secs_f64(),
+        "median ask {quiet:?} quiet, {flooded:?} flooded"
+    );
+    assert!(server.stop().success());
 }

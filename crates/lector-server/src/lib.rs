@@ -180,32 +180,27 @@ async fn openapi() -> impl IntoResponse {
 
 /// Liveness, and the commit served (a read-only server's follows its writer's). Over an
 /// external store, 503 while the store cannot be reached, so a load balancer sends asks to
-/// servers that can answer them.
+/// servers that can answer them. Answered from what the server already knows (the follower
+/// looks at the store every [`state::FOLLOW_EVERY`]): this route, which needs no key, never
+/// makes a call to the store itself, nor names it. Admitted like any route (503 when full).
 async fn healthz(State(state): State<Arc<AppState>>) -> Response {
-    let pipeline = state.pipeline();
-    let reached = match pipeline.store().as_index() {
-        Some(index) => Ok(Ok((index.generation(), index.len()))),
-        None => {
-            let store = pipeline.store().clone();
-            tokio::task::spawn_blocking(move || {
-                Ok::<_, lector_index::Error>((store.generation()?, store.counts()?.documents))
-            })
-            .await
-        }
+    let _admitted = match state.gate.admit(0) {
+        Ok(admitted) => admitted,
+        Err(err) => return err.into_response(),
     };
-    let (generation, documents) = match reached {
-        Ok(Ok(reached)) => reached,
-        Ok(Err(err)) => return ApiError::from(err).into_response(),
-        Err(err) => return ApiError::internal(err.to_string()).into_response(),
-    };
+    if state.unreachable().is_some() {
+        // The reason (with the store's address) is in the server's log, said by the follower.
+        let message = "the document store cannot be reached; asks wait for it to return";
+        return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+    }
     // With tenants, this route (which needs no key) tells nothing of the index: neither how many
     // documents it holds nor, through the generation, when anyone wrote.
     match state.config.keys {
         Some(_) => axum::Json(serde_json::json!({"status": "ok"})).into_response(),
         None => axum::Json(serde_json::json!({
             "status": "ok",
-            "generation": generation,
-            "documents": documents,
+            "generation": state.generation(),
+            "documents": state.documents(),
         }))
         .into_response(),
     }

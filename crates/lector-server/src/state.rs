@@ -115,6 +115,9 @@ pub struct AppState {
     documents: AtomicUsize,
     passages: AtomicUsize,
     generation: AtomicU64,
+    /// Why the external store could not be reached at the follower's last look (`None`: it
+    /// was), which `/healthz` answers from without a call of its own.
+    unreachable: std::sync::Mutex<Option<String>>,
     /// The thread running merges, if one was started: shutdown waits for it.
     merge_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Set by shutdown: a running merge finishes and lists its output, and plans no other.
@@ -168,6 +171,7 @@ impl AppState {
             documents: AtomicUsize::new(0),
             passages: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
+            unreachable: std::sync::Mutex::new(None),
             merge_thread: std::sync::Mutex::new(None),
             stopping: AtomicBool::new(false),
             follower: std::sync::Mutex::new(None),
@@ -421,13 +425,17 @@ impl AppState {
     fn catch_up_with_store(&self) -> Result<(), Box<dyn std::error::Error>> {
         let current = self.pipeline();
         let store = current.store();
+        let reached = store.generation();
+        *self.unreachable.lock().unwrap_or_else(|e| e.into_inner()) =
+            reached.as_ref().err().map(|e| e.to_string());
+        let generation = reached?;
         let calibration = Calibration::load_from(store.as_ref())?;
         let recalibrated = calibration.as_ref() != current.calibration();
         if recalibrated {
             let threshold = calibration.as_ref().map(|c| c.threshold);
             eprintln!("serving the store's new calibration (threshold {threshold:?})");
         }
-        if recalibrated || store.generation()? != self.generation.load(Ordering::Relaxed) {
+        if recalibrated || generation != self.generation.load(Ordering::Relaxed) {
             // A fresh pipeline: its title index (multi-hop) is rebuilt on first use.
             let next = current.with_store(store.clone());
             self.swap_in(next.with_calibration(calibration));
@@ -452,6 +460,21 @@ impl AppState {
     /// The generation of the store served (as of the last commit or check).
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
+    }
+
+    /// The documents of the store served (as of the last commit or check).
+    pub fn documents(&self) -> usize {
+        self.documents.load(Ordering::Relaxed)
+    }
+
+    /// Why the external store could not be reached when the follower last looked (every
+    /// [`FOLLOW_EVERY`], each look bounded by the store's timeout); `None` when it was, and
+    /// always over the embedded index.
+    pub fn unreachable(&self) -> Option<String> {
+        self.unreachable
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Runs `job` and the merges due after it, serving each finished one like a commit. Stops

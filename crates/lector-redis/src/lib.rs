@@ -18,7 +18,8 @@
 //!
 //! Keys are derived from document ids, so writing a document again overwrites it: a failed commit
 //! can be retried without duplicates. Commits go out as transactions (`MULTI`/`EXEC`) of at most
-//! [`DOCS_PER_TRANSACTION`] documents each.
+//! [`MAX_TRANSACTION_PASSAGES`] passages and [`MAX_TRANSACTION_BYTES`] bytes, each within
+//! [`WRITE_TIMEOUT`]; a document's record is written in the transaction of its last passages.
 //!
 //! # What differs from the embedded index
 //!
@@ -38,7 +39,7 @@ mod url;
 mod writer;
 
 pub use url::{is_store_url, StoreUrl, UrlError};
-pub use writer::{RedisWriter, DOCS_PER_TRANSACTION};
+pub use writer::{RedisWriter, MAX_TRANSACTION_BYTES, MAX_TRANSACTION_PASSAGES, WRITE_TIMEOUT};
 
 use lector_index::analysis::Analyzer;
 use lector_index::{
@@ -231,6 +232,22 @@ impl Link {
                 Err(self.failure(&err))
             }
         }
+    }
+
+    /// [`Link::run`] with `timeout` for the request's reply instead of the link's (at least the
+    /// link's).
+    pub(crate) fn run_with_timeout<T>(
+        &self,
+        timeout: Duration,
+        request: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        let usual = Some(self.timeout);
+        self.run(|connection| {
+            connection.set_read_timeout(Some(timeout.max(self.timeout)))?;
+            let reply = request(connection);
+            connection.set_read_timeout(usual)?;
+            reply
+        })
     }
 
     /// Whether this request may try Redis: `Ok(true)` when it is the one trying again after a

@@ -10,9 +10,17 @@ use lector_index::{
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-/// Documents per `MULTI`/`EXEC` transaction of a commit: large enough to amortise round trips,
-/// small enough that one transaction (with 384-float vectors, about 2 MB) never stalls Redis.
-pub const DOCS_PER_TRANSACTION: usize = 256;
+/// The most passages one `MULTI`/`EXEC` transaction of a commit writes: large enough to amortise
+/// round trips, small enough that Redis, which runs a transaction whole while every other client
+/// waits, is never held long (about 1.5 MB of 384-float vectors).
+pub const MAX_TRANSACTION_PASSAGES: usize = 1_000;
+
+/// The most bytes (texts, terms, metadata and vectors) one transaction of a commit sends.
+pub const MAX_TRANSACTION_BYTES: usize = 4 << 20;
+
+/// How long a commit's transaction may take before the commit is reported failed (each is
+/// bounded above, so this only ever waits for a slow Redis; asks keep their own timeout).
+pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Passages embedded per call to the embedder (progress is reported after each).
 const EMBED_BATCH: usize = 64;
@@ -169,52 +177,70 @@ impl RedisWriter {
         Ok(counts.into_iter().map(Option::unwrap_or_default).collect())
     }
 
-    /// Writes one transaction: removes `removed` and writes `docs` (each over its old passages).
-    fn write_transaction(
-        &self,
-        removed: &[&str],
-        docs: &[(&Document, &Prepared)],
-        last: bool,
-    ) -> Result<()> {
+    /// Writes the commit: removes `removed` and writes `docs` (each over its old passages) in
+    /// transactions of at most [`MAX_TRANSACTION_PASSAGES`] passages and
+    /// [`MAX_TRANSACTION_BYTES`] bytes. A document larger than that spans several, and its record
+    /// (`NAME:d:ID`, and its id in `NAME:docs`) goes in the last: what counts, lists and checks
+    /// documents sees it whole or not at all, and a commit cut short is written again whole
+    /// (keys come from ids). The generation moves in the very last transaction.
+    fn write_transactions(&self, removed: &[&str], docs: &[(&Document, &Prepared)]) -> Result<()> {
         let ids: Vec<&str> = (removed.iter().copied())
             .chain(docs.iter().map(|(d, _)| d.id.as_str()))
             .collect();
         let before = self.stored_passages(&ids)?;
-        let mut pipe = redis::pipe();
-        pipe.atomic();
         let docs_key = self.link.key("docs");
+        let mut tx = Transaction::default();
         for (id, &old) in removed.iter().zip(&before) {
             for n in 0..old {
-                pipe.cmd("DEL").arg(passage_key(&self.link, id, n)).ignore();
+                tx.pipe
+                    .cmd("DEL")
+                    .arg(passage_key(&self.link, id, n))
+                    .ignore();
             }
-            pipe.cmd("DEL").arg(document_key(&self.link, id)).ignore();
-            pipe.cmd("SREM").arg(&docs_key).arg(*id).ignore();
+            tx.pipe
+                .cmd("DEL")
+                .arg(document_key(&self.link, id))
+                .ignore();
+            tx.pipe.cmd("SREM").arg(&docs_key).arg(*id).ignore();
+            tx.add(old, 0);
+            if tx.is_full() {
+                self.flush(&mut tx)?;
+            }
         }
         for ((doc, Prepared { passages, vectors }), &old) in
             docs.iter().zip(&before[removed.len()..])
         {
-            for n in 0..old.max(passages.len()) {
-                // Deleted first, so that no field of an older version (a page, a vector) lingers.
-                pipe.cmd("DEL")
-                    .arg(passage_key(&self.link, &doc.id, n))
-                    .ignore();
-            }
-            for (passage, vector) in passages
-                .iter()
-                .zip(vectors_or_none(vectors, passages.len()))
-            {
+            let vectors = vectors_or_none(vectors, passages.len());
+            for (passage, vector) in passages.iter().zip(vectors) {
                 let key = passage_key(&self.link, &doc.id, passage.n);
-                let hset = pipe.cmd("HSET").arg(key);
+                // Deleted first, so that no field of an older version (a page, a vector) lingers.
+                tx.pipe.cmd("DEL").arg(&key).ignore();
+                let hset = tx.pipe.cmd("HSET").arg(key);
                 let body = crate::redis_terms(&self.analyzer, &passage.searchable).join(" ");
+                let mut bytes = 0;
                 for (field, value) in passage_fields(doc, passage, &body) {
+                    bytes += field.len() + value.len();
                     hset.arg(field).arg(value);
                 }
                 if let Some(vector) = vector {
+                    bytes += vector.len();
                     hset.arg("vec").arg(vector.as_slice());
                 }
                 hset.ignore();
+                tx.add(1, bytes);
+                if tx.is_full() {
+                    self.flush(&mut tx)?;
+                }
             }
-            let record = pipe
+            // The record last: older passages past the new count go with it.
+            for n in passages.len()..old {
+                tx.pipe
+                    .cmd("DEL")
+                    .arg(passage_key(&self.link, &doc.id, n))
+                    .ignore();
+            }
+            let record = tx
+                .pipe
                 .cmd("HSET")
                 .arg(document_key(&self.link, &doc.id))
                 .arg("hash")
@@ -226,21 +252,63 @@ impl RedisWriter {
             }
             record.ignore();
             if doc.date.is_none() {
-                pipe.cmd("HDEL")
+                tx.pipe
+                    .cmd("HDEL")
                     .arg(document_key(&self.link, &doc.id))
                     .arg("date")
                     .ignore();
             }
-            pipe.cmd("SADD").arg(&docs_key).arg(&doc.id).ignore();
+            tx.pipe.cmd("SADD").arg(&docs_key).arg(&doc.id).ignore();
+            tx.add(old.saturating_sub(passages.len()), 0);
+            if tx.is_full() {
+                self.flush(&mut tx)?;
+            }
         }
-        if last {
-            pipe.cmd("HINCRBY")
-                .arg(self.link.key("lector"))
-                .arg("generation")
-                .arg(1)
-                .ignore();
+        tx.pipe
+            .cmd("HINCRBY")
+            .arg(self.link.key("lector"))
+            .arg("generation")
+            .arg(1)
+            .ignore();
+        self.flush(&mut tx)
+    }
+
+    /// Sends `tx` as one transaction, with the write timeout, and starts the next.
+    fn flush(&self, tx: &mut Transaction) -> Result<()> {
+        let pipe = std::mem::take(tx).pipe;
+        self.link
+            .run_with_timeout(WRITE_TIMEOUT, |c| pipe.query::<()>(c))
+    }
+}
+
+/// The transaction a commit is filling.
+struct Transaction {
+    pipe: redis::Pipeline,
+    passages: usize,
+    bytes: usize,
+}
+
+impl Default for Transaction {
+    fn default() -> Self {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        Transaction {
+            pipe,
+            passages: 0,
+            bytes: 0,
         }
-        self.link.run(|c| pipe.query::<()>(c))
+    }
+}
+
+impl Transaction {
+    /// Counts `passages` written or deleted and `bytes` sent.
+    fn add(&mut self, passages: usize, bytes: usize) {
+        self.passages += passages;
+        self.bytes += bytes;
+    }
+
+    fn is_full(&self) -> bool {
+        self.passages >= MAX_TRANSACTION_PASSAGES || self.bytes >= MAX_TRANSACTION_BYTES
     }
 }
 
@@ -303,14 +371,7 @@ impl StoreWriter for RedisWriter {
             let prepared = self.prepare(progress)?;
             let removed: Vec<&str> = self.removed.iter().map(String::as_str).collect();
             let docs: Vec<_> = self.staged.iter().zip(&prepared).collect();
-            let batches: Vec<_> = docs.chunks(DOCS_PER_TRANSACTION).collect();
-            if batches.is_empty() {
-                self.write_transaction(&removed, &[], true)?;
-            }
-            for (i, batch) in batches.iter().enumerate() {
-                let removed: &[&str] = if i == 0 { &removed } else { &[] };
-                self.write_transaction(removed, batch, i + 1 == batches.len())?;
-            }
+            self.write_transactions(&removed, &docs)?;
             self.staged.clear();
             self.staged_ids.clear();
             self.removed.clear();

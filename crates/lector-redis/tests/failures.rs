@@ -373,3 +373,71 @@ fn a_huge_question_is_scored_by_its_first_terms_within_the_timeout() {
     assert_eq!(hits, bm25(&store, &head).unwrap());
     assert_ne!(hits, bm25(&store, "topic5 sentence").unwrap());
 }
+
+/// `field` of a Redis `INFO commandstats` line for `command` (e.g. `calls`).
+fn command_stat(server: &RedisServer, command: &str, field: &str) -> u64 {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    let line = info
+        .lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{command}:")));
+    line.and_then(|l| {
+        l.split([':', ','])
+            .find_map(|kv| kv.strip_prefix(&format!("{field}=")))
+    })
+    .map_or(0, |v| v.parse().unwrap())
+}
+
+#[test]
+fn a_commit_of_long_documents_goes_out_in_bounded_transactions() {
+    // 300 documents of about 60 passages each: 256 of them were one transaction before, ~15,000
+    // passages that Redis indexed while every other client waited, past the client's timeout.
+    let server = RedisServer::start(&["--latency-monitor-threshold", "100"]);
+    let url = StoreUrl::parse(&server.url("long")).unwrap();
+    let mut w = writer(&url, &quick());
+    let long = |i: usize| {
+        let words: Vec<String> = (0..6_000)
+            .map(|j| format!("w{}x{}", (i * 31 + j) % 997, j % 13))
+            .collect();
+        Document::new(format!("long-{i}"), words.join(" "))
+    };
+    for i in 0..300 {
+        w.add(long(i)).unwrap();
+    }
+    let before = command_stat(&server, "exec", "calls");
+    w.commit(&mut |_, _| {}).unwrap();
+    let transactions = command_stat(&server, "exec", "calls") - before;
+    let store = RedisStore::open(&url, &quick()).unwrap();
+    let counts = store.counts().unwrap();
+    assert_eq!(counts.documents, 300);
+    let per = lector_redis::MAX_TRANSACTION_PASSAGES as u64;
+    assert!(counts.passages > 15_000, "{counts:?}");
+    assert!(
+        transactions >= counts.passages as u64 / per,
+        "{transactions} transactions for {} passages",
+        counts.passages
+    );
+    // No command held Redis for long: Redis's latency monitor records every command (an EXEC
+    // runs its transaction whole) slower than its threshold, 100 ms here.
+    let client = redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let latest: Vec<(String, i64, i64, i64)> =
+        redis::cmd("LATENCY").arg("LATEST").query(&mut c).unwrap();
+    let slowest_ms = latest
+        .iter()
+        .filter(|(event, ..)| event == "command")
+        .map(|&(_, _, _, max)| max)
+        .max()
+        .unwrap_or(0);
+    println!("{transactions} transactions, slowest command {slowest_ms} ms");
+    assert!(slowest_ms < 1_000, "a command held Redis {slowest_ms} ms");
+    // Searched whole: every document's last passage is there.
+    assert_eq!(
+        store.passages("long-299").unwrap().len(),
+        counts.passages / 300
+    );
+}

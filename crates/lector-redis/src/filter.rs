@@ -5,7 +5,10 @@
 //! reached through nested objects, with each element of a list. A tag is a digest of the field's
 //! path, the value's JSON type and the value (numbers in one canonical form, since filters compare
 //! them numerically), so no value needs escaping and `year == 2023` never matches the string
-//! `"2023"`, exactly as [`lector_index::Filter::matches`] decides. `==` and `in` become tag
+//! `"2023"`, exactly as [`lector_index::Filter::matches`] decides. lector's own structural fields
+//! ([`STRUCTURAL_FIELDS`]: a PDF's page starts, a document's sections, its file's attributes) are
+//! not tagged, since a long PDF's page list alone would make thousands of tags per passage;
+//! filters on them are refused. `==` and `in` become tag
 //! matches, `!=`, `not` and `not in` their negation, `and` and `or` RediSearch's intersection and
 //! union. Range conditions (`<`, `<=`, `>`, `>=`) have no tag form and are refused.
 
@@ -13,6 +16,9 @@ use lector_index::filter::{CompareOp, Field};
 use lector_index::{Document, Filter};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+
+/// The metadata fields lector writes for its own use, which carry no tags.
+pub(crate) const STRUCTURAL_FIELDS: [&str; 3] = ["pages", "sections", "file"];
 
 /// What a filter leaves of the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +64,13 @@ pub(crate) fn selection(filter: &Filter) -> Result<Selection, String> {
             }
         }
         Filter::Not(inner) => negated(selection(inner)?),
+        Filter::Compare { field, .. } | Filter::In { field, .. } if is_structural(field) => {
+            return Err(format!(
+                "`{}` is lector's own structure, not filterable on a Redis store (its fields {} carry no tags)",
+                field_name(field),
+                STRUCTURAL_FIELDS.join(", ")
+            ))
+        }
         Filter::Compare { field, op, value } => match op {
             CompareOp::Eq => any_tag(field, std::slice::from_ref(value)),
             CompareOp::Ne => negated(any_tag(field, std::slice::from_ref(value))),
@@ -71,6 +84,10 @@ pub(crate) fn selection(filter: &Filter) -> Result<Selection, String> {
         },
         Filter::In { field, values } => any_tag(field, values),
     })
+}
+
+fn is_structural(field: &Field) -> bool {
+    matches!(field, Field::Meta(path) if path.first().is_some_and(|f| STRUCTURAL_FIELDS.contains(&f.as_str())))
 }
 
 fn negated(selection: Selection) -> Selection {
@@ -118,6 +135,9 @@ fn metadata_tags(value: &Value, path: &mut Vec<String>, tags: &mut Vec<String>) 
     match value {
         Value::Object(fields) => {
             for (key, inner) in fields {
+                if path.is_empty() && STRUCTURAL_FIELDS.contains(&key.as_str()) {
+                    continue;
+                }
                 path.push(key.clone());
                 metadata_tags(inner, path, tags);
                 path.pop();
@@ -198,6 +218,27 @@ mod tests {
         assert!(has("nested.x == true"));
         assert!(has(r#"id == "d1""#));
         assert!(!has(r#"meta.id == "d1""#));
+    }
+
+    #[test]
+    fn structural_fields_carry_no_tags_and_are_not_filterable() {
+        // A 1,000-page PDF's page starts, sections and file: no tags (there were 1,000+ per
+        // passage); its own fields keep theirs.
+        let pages: Vec<usize> = (0..1_000).map(|p| p * 2_000).collect();
+        let d = doc(json!({
+            "pages": pages,
+            "sections": [{"start": 0, "level": 1, "title": "Intro"}],
+            "file": {"path": "a.pdf", "bytes": 10},
+            "author": "Ada",
+            "nested": {"pages": 3},
+        }));
+        // id, author and nested.pages.
+        assert_eq!(document_tags(&d).split(',').count(), 3);
+        for refused in ["pages == 0", r#"file.path == "a.pdf""#, "sections in [1]"] {
+            let err = selection(&Filter::parse(refused).unwrap()).unwrap_err();
+            assert!(err.contains("lector's own structure"), "{refused}: {err}");
+        }
+        assert!(selection(&Filter::parse("nested.pages == 3").unwrap()).is_ok());
     }
 
     #[test]

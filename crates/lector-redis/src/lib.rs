@@ -8,10 +8,12 @@
 //! # Layout in Redis, for a store named `NAME`
 //!
 //! - `NAME:p:ID#N`: a hash per passage N of document ID, with the fields a hit needs (`doc`,
-//!   `n`, `title`, `text`, offsets, `page`, `section`, `meta`), `body` (the terms BM25 indexes:
+//!   `n`, `title`, `text`, offsets, `page`, `section`; `meta` in stores written before it moved
+//!   to the document's record), `tags` (filters), `body` (the terms BM25 indexes:
 //!   title, headings and passage analysed by lector, stemmed and without stopwords, indexed by
 //!   Redis as they are) and, in a dense store, `vec`;
-//! - `NAME:d:ID`: a hash per document (`hash`: its content digest, `passages`, `date`);
+//! - `NAME:d:ID`: a hash per document (`hash`: its content digest, `passages`, `date`, `meta`:
+//!   its metadata, once, fetched for the final hits only);
 //! - `NAME:docs`: the set of document ids; `NAME:lector`: the store's settings and generation;
 //!   `NAME:file:FILE`: a file kept with the store (`calibration.json`);
 //! - the search index `NAME` over the `NAME:p:` hashes.

@@ -11,7 +11,8 @@ use lector_index::{
 use redis::Value;
 use std::collections::HashMap;
 
-/// The hash fields a hit is made of.
+/// The hash fields a hit is made of (`meta`: only in passages of stores written before the
+/// metadata moved to the document's record).
 const HIT_FIELDS: [&str; 11] = [
     "doc", "n", "title", "text", "bs", "be", "cs", "ce", "page", "section", "meta",
 ];
@@ -37,18 +38,64 @@ pub(crate) fn retriever<'a>(
         store,
         selected: selected.clone(),
     };
-    if options.mode == Mode::Bm25 {
-        return Ok(Box::new(bm25));
-    }
-    let dense = Knn::new(store, embedder, options.ef, selected)?;
-    Ok(match options.mode {
-        Mode::Dense => Box::new(dense),
+    let inner: Box<dyn Retriever + 'a> = match options.mode {
+        Mode::Bm25 => Box::new(bm25),
+        Mode::Dense => Box::new(Knn::new(store, embedder, options.ef, selected)?),
         _ => Box::new(HybridRetriever::new(
             Box::new(bm25),
-            Box::new(dense),
+            Box::new(Knn::new(store, embedder, options.ef, selected)?),
             options,
         )),
-    })
+    };
+    Ok(Box::new(WithMetadata { store, inner }))
+}
+
+/// A retriever whose final hits get their documents' metadata, kept once per document in its
+/// record (`NAME:d:ID` field `meta`): one round trip for the `k` hits returned, not a copy in
+/// every passage read by every ranking fused.
+struct WithMetadata<'a> {
+    store: &'a RedisStore,
+    inner: Box<dyn Retriever + 'a>,
+}
+
+impl Retriever for WithMetadata<'_> {
+    fn kind(&self) -> RetrieverKind {
+        self.inner.kind()
+    }
+
+    fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let mut hits = self.inner.retrieve(query, k)?;
+        with_metadata(self.store, &mut hits)?;
+        Ok(hits)
+    }
+}
+
+/// Fills in the metadata of `hits` from their documents' records (hits of a store written
+/// before carry it in their passages, and keep it).
+fn with_metadata(store: &RedisStore, hits: &mut [Hit]) -> Result<()> {
+    let mut ids: Vec<&str> = (hits.iter())
+        .filter(|h| h.metadata.is_none())
+        .map(|h| h.doc_id.as_str())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut pipe = redis::pipe();
+    for id in &ids {
+        pipe.cmd("HGET")
+            .arg(document_key(&store.link, id))
+            .arg("meta");
+    }
+    let found: Vec<Option<String>> = store.link.run(|c| pipe.query(c))?;
+    let metadata: HashMap<String, serde_json::Value> = (ids.iter().zip(found))
+        .filter_map(|(id, m)| Some((id.to_string(), serde_json::from_str(&m?).ok()?)))
+        .collect();
+    for hit in hits.iter_mut().filter(|h| h.metadata.is_none()) {
+        hit.metadata = metadata.get(&hit.doc_id).cloned();
+    }
+    Ok(())
 }
 
 /// What `filter` selects in `store`: stores created before filters have no tags to match, and
@@ -339,7 +386,7 @@ pub(crate) fn document_passages(store: &RedisStore, id: &str) -> Result<Vec<Hit>
             .arg(&HIT_FIELDS[..]);
     }
     let passages: Vec<Vec<Option<String>>> = store.link.run(|c| pipe.query(c))?;
-    passages
+    let mut hits = passages
         .into_iter()
         .map(|values| {
             let fields = (HIT_FIELDS.iter().zip(values))
@@ -349,7 +396,9 @@ pub(crate) fn document_passages(store: &RedisStore, id: &str) -> Result<Vec<Hit>
             hit.sources.clear();
             Ok(hit)
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    with_metadata(store, &mut hits)?;
+    Ok(hits)
 }
 
 /// Documents whose titles one round trip fetches.

@@ -250,13 +250,22 @@ impl RedisWriter {
             if let Some(date) = &doc.date {
                 record.arg("date").arg(date);
             }
+            // The metadata once, here, rather than in every passage.
+            if let Some(metadata) = &doc.metadata {
+                record.arg("meta").arg(metadata.to_string());
+            }
             record.ignore();
-            if doc.date.is_none() {
-                tx.pipe
-                    .cmd("HDEL")
-                    .arg(document_key(&self.link, &doc.id))
-                    .arg("date")
-                    .ignore();
+            for (field, absent) in [
+                ("date", doc.date.is_none()),
+                ("meta", doc.metadata.is_none()),
+            ] {
+                if absent {
+                    tx.pipe
+                        .cmd("HDEL")
+                        .arg(document_key(&self.link, &doc.id))
+                        .arg(field)
+                        .ignore();
+                }
             }
             tx.pipe.cmd("SADD").arg(&docs_key).arg(&doc.id).ignore();
             tx.add(old.saturating_sub(passages.len()), 0);
@@ -414,9 +423,6 @@ fn passage_fields(doc: &Document, passage: &Passage, body: &str) -> Vec<(&'stati
     }
     if let Some(section) = &passage.section {
         fields.push(("section", section.clone()));
-    }
-    if let Some(metadata) = &doc.metadata {
-        fields.push(("meta", metadata.to_string()));
     }
     fields.push(("tags", crate::filter::document_tags(doc)));
     fields

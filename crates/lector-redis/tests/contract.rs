@@ -118,6 +118,8 @@ fn filtered_searches(store: &dyn DocumentStore, docs: &[Document]) -> Vec<Vec<St
             let hits = retriever.retrieve("cell protein expression", 1000).unwrap();
             for hit in &hits {
                 let doc = docs.iter().find(|d| d.id == hit.doc_id).unwrap();
+                // Every hit carries its document's metadata (kept once per document in Redis).
+                assert_eq!(hit.metadata, doc.metadata, "{}", hit.doc_id);
                 let input = FilterInput {
                     id: &doc.id,
                     title: doc.title.as_deref(),

@@ -10,7 +10,10 @@ small hand-made header does. Every seed stays under a few kilobytes: libFuzzer m
 inputs fastest, and nothing here is committed.
 """
 
+import io
 import json
+import zipfile
+import zlib
 import pathlib
 import struct
 import sys
@@ -116,13 +119,74 @@ def seeds_docx(repo, out):
     fixtures = repo / "crates/lector-ingest/tests/fixtures"
     for name in ["manual.docx", "word-style.docx"]:
         write(out, "ingest_docx", name.removesuffix(".docx"), (fixtures / name).read_bytes())
+    # Hostile shapes, as crates/lector-ingest/tests/hostile/files.rs makes them at full size:
+    # a million unclosed paragraphs, and a paragraph nested in 300 tables.
+    head = ('<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
+            'wordprocessingml/2006/main"><w:body>')
+    write(out, "ingest_docx", "unclosed", docx_of(head + "<w:p>" * 1_000_000))
+    tables = "<w:tbl><w:tr><w:tc>" * 300 + "<w:p><w:r><w:t>deep</w:t></w:r></w:p>" + "</w:tc></w:tr></w:tbl>" * 300
+    write(out, "ingest_docx", "nested-tables", docx_of(head + tables + "</w:body></w:document>"))
+
+
+def docx_of(document_xml):
+    """A .docx holding only its main part."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.writestr("word/document.xml", document_xml)
+    return buffer.getvalue()
 
 
 def seeds_pdf(data, out):
-    """The real sample PDFs that fit libFuzzer's input limit (8 KiB), text and image-only alike."""
+    """The real sample PDFs of up to 4 MiB (libFuzzer's input limit for this target), text and
+    image-only alike, and hostile shapes: pages sharing one stream, a long outline on a long page."""
     for path in sorted((data / "pdf-samples").glob("*/*.pdf")):
-        if path.stat().st_size <= 8192:
+        if path.stat().st_size <= 4 << 20:
             write(out, "ingest_pdf", path.stem, path.read_bytes())
+    lines = b" ".join(b"(Line %d of the page.) '" % i for i in range(8))
+    content = b"BT /F1 12 Tf 14 TL 72 720 Td " + lines + b" ET\n" + (b" " * 1023 + b"\n") * 4096
+    shared = zlib.compress(content, 9)
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", None,
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(shared) + shared + b"\nendstream"]
+    kids = []
+    for _ in range(50):
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                       b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>")
+        kids.append(len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), len(kids))
+    write(out, "ingest_pdf", "shared-stream", pdf_of(objects))
+    page = zlib.compress(b"BT /F1 12 Tf 72 720 Td (" + b"a " * 500_000 + b") Tj ET\n", 9)
+    objects = [b"<< /Type /Catalog /Pages 2 0 R /Outlines 3 0 R >>",
+               b"<< /Type /Pages /Kids [6 0 R] /Count 1 >>", None,
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(page) + page + b"\nendstream",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+               b"/Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+               b"(" + b"a " * 1000 + b"b)"]
+    first = len(objects) + 1
+    for i in range(500):
+        item = b"<< /Title 7 0 R /Parent 3 0 R /Dest [6 0 R /Fit]"
+        if i > 0:
+            item += b" /Prev %d 0 R" % (first + i - 1)
+        if i < 499:
+            item += b" /Next %d 0 R" % (first + i + 1)
+        objects.append(item + b" >>")
+    objects[2] = b"<< /Type /Outlines /First %d 0 R /Last %d 0 R /Count 500 >>" % (first, first + 499)
+    write(out, "ingest_pdf", "long-outline", pdf_of(objects))
+
+
+def pdf_of(objects):
+    """A PDF of `objects` (object i + 1 is objects[i]) with its cross-reference table."""
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for i, body in enumerate(objects):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % (i + 1) + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
 
 
 def seeds_window(data, out):

@@ -171,14 +171,15 @@ fn hostile_uploads_cost_one_request_and_the_server_keeps_answering() {
 fn an_upload_past_its_workers_memory_or_cpu_limit_is_refused_and_the_next_one_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let index = index(dir.path());
-    let limits = ["--upload-memory-mb", "256", "--upload-cpu-secs", "1"];
-    let (mut server, addr) = serve(&index, &limits);
     // 100 MB of text, within the document limit: read with 512 MiB (checked by hand), not 256.
+    let (mut small_memory, addr) = serve(&index, &["--upload-memory-mb", "256"]);
     let long = files::docx_of_one_long_paragraph(20_000_000);
     let (status, body) = upload(&addr, "long", "long.docx", &long);
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("out of memory"), "{body}");
+    assert!(small_memory.stop().success());
     // Placing 2,000 outline entries on a 10-million-character page takes seconds of CPU.
+    let (mut server, addr) = serve(&index, &["--upload-cpu-secs", "1"]);
     let outline = files::pdf_with_a_long_outline(10_000_000, 2_000, 20_000);
     let (status, body) = upload(&addr, "outline", "outline.pdf", &outline);
     assert_eq!(status, 400, "{body}");
@@ -191,7 +192,7 @@ fn an_upload_past_its_workers_memory_or_cpu_limit_is_refused_and_the_next_one_is
     assert!(document["text"]
         .as_str()
         .unwrap()
-        .contains("Every page shows this line"));
+        .contains("Every page shows this text."));
     assert_eq!(http(&addr, "GET", "/healthz", None).0, 200);
     assert!(server.stop().success());
 }

@@ -4,7 +4,9 @@
 //! One document per file. Its text is the pages' text in page order, each page's text in the
 //! order of its content stream, joined by a form feed (`\u{c}`, [`PAGE_SEPARATOR`]); a form feed
 //! inside a page's text becomes a space, so splitting the text on form feeds gives the pages
-//! back. Typographic ligatures (`ﬁ`, `ﬀ`, ...) are spelt out. The metadata holds where each page
+//! back. Typographic ligatures (`ﬁ`, `ﬀ`, ...) are spelt out. Lines are joined into paragraphs,
+//! words hyphenated at line ends made whole, and running headers, footers and page numbers that
+//! repeat across pages dropped (see the `layout` module). The metadata holds where each page
 //! starts, in characters (Unicode scalar values, the offsets of passages):
 //! `{"pages": [0, start_of_page_2, ...]}`, which [`page_of`] reads. From the PDF's document
 //! information it adds `author` and `created` (`YYYY-MM-DD`, from the `D:YYYYMMDD...` date) to
@@ -32,6 +34,7 @@
 //! page counted, may total twice the limit and the text the limit; a file of more than
 //! [`MAX_PAGES`] pages is refused. Over a bound, the file is an invalid item naming that bound.
 
+mod layout;
 mod outline;
 mod text;
 
@@ -137,6 +140,7 @@ fn extract(bytes: &[u8], limit: usize) -> std::result::Result<Extracted, String>
             }
         }
     }
+    let pages = layout::tidy(pages);
     if pages.iter().all(|p| p.trim().is_empty()) {
         return Err(match first_error {
             Some(e) => format!("no text could be extracted ({e})"),

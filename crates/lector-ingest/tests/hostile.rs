@@ -48,7 +48,8 @@ fn pages_sharing_one_stream_are_refused_at_the_documents_budget() {
 
 #[test]
 fn a_stream_shared_by_pages_is_read_for_each_page_within_the_budget() {
-    // Three pages showing one 1 MB stream, inflated once: each page has the text.
+    // Three pages showing one 1 MB stream, inflated once: each page has the text (but the lines
+    // at its edges, which repeat on every page as a running header and footer would).
     let bytes = files::pdf_pages_sharing_one_stream(3, 1 << 20);
     let (_dir, path) = scratch("three.pdf", &bytes);
     let options = IngestOptions {
@@ -58,7 +59,7 @@ fn a_stream_shared_by_pages_is_read_for_each_page_within_the_budget() {
         panic!("expected a document");
     };
     let pages: Vec<&str> = doc.text.split('\u{c}').map(str::trim).collect();
-    assert_eq!(pages, ["Every page shows this line"; 3]);
+    assert_eq!(pages, ["Every page shows this text."; 3]);
 }
 
 #[test]

@@ -6,10 +6,25 @@
 
 use std::io::Write;
 
+/// The lines every page of [`pdf_pages_sharing_one_stream`] shows: the first and last three
+/// repeat at the edge of every page, as a running header and footer would, and are dropped;
+/// the middle two are the page's text.
+pub const SHARED_LINES: [&str; 8] = [
+    "The first line.",
+    "The second line.",
+    "The third line.",
+    "Every page shows",
+    "this text.",
+    "The sixth line.",
+    "The seventh line.",
+    "The last line.",
+];
+
 /// A PDF of `pages` pages that all show one content stream of about `stream_bytes` bytes once
-/// decompressed (a line of text, then white space), deflated to a few hundred KB at most.
+/// decompressed ([`SHARED_LINES`], then white space), deflated to a few hundred KB at most.
 pub fn pdf_pages_sharing_one_stream(pages: usize, stream_bytes: usize) -> Vec<u8> {
-    let mut content = b"BT /F1 12 Tf 72 720 Td (Every page shows this line) Tj ET\n".to_vec();
+    let lines: String = SHARED_LINES.iter().map(|l| format!("({l}) ' ")).collect();
+    let mut content = format!("BT /F1 12 Tf 14 TL 72 720 Td {lines}ET\n").into_bytes();
     let filler = [b' '; 1023];
     while content.len() < stream_bytes {
         content.extend_from_slice(&filler);

@@ -295,16 +295,23 @@ fn signal(server: &RedisServer, name: &str) {
         .success());
 }
 
-#[test]
-fn a_frozen_redis_is_unavailable_within_one_timeout_for_every_request_and_recovers() {
+/// A new Redis holding a store `name` of the 20 documents [`doc`] makes, opened.
+fn twenty_documents(name: &str) -> (RedisServer, RedisStore) {
     let server = RedisServer::start(&[]);
-    let url = StoreUrl::parse(&server.url("frozen")).unwrap();
+    let url = StoreUrl::parse(&server.url(name)).unwrap();
     let mut w = writer(&url, &quick());
     for i in 0..20 {
         w.add(doc(i)).unwrap();
     }
     w.commit(&mut |_, _| {}).unwrap();
-    let store = std::sync::Arc::new(RedisStore::open(&url, &quick()).unwrap());
+    let store = RedisStore::open(&url, &quick()).unwrap();
+    (server, store)
+}
+
+#[test]
+fn a_frozen_redis_is_unavailable_within_one_timeout_for_every_request_and_recovers() {
+    let (server, store) = twenty_documents("frozen");
+    let store = std::sync::Arc::new(store);
     let before = bm25(&store, "topic3").unwrap();
     // A stopped process, not a dead one: connections are accepted by the kernel and never
     // answered. Four clients ask five times each.
@@ -350,14 +357,7 @@ fn a_frozen_redis_is_unavailable_within_one_timeout_for_every_request_and_recove
 
 #[test]
 fn a_huge_question_is_scored_by_its_first_terms_within_the_timeout() {
-    let server = RedisServer::start(&[]);
-    let url = StoreUrl::parse(&server.url("huge")).unwrap();
-    let mut w = writer(&url, &quick());
-    for i in 0..20 {
-        w.add(doc(i)).unwrap();
-    }
-    w.commit(&mut |_, _| {}).unwrap();
-    let store = RedisStore::open(&url, &quick()).unwrap();
+    let (_server, store) = twenty_documents("huge");
     // 1 MiB of question: 1,024 terms "topic3 number" and then words that would change the
     // ranking if they were scored.
     let head = "topic3 number ".repeat(512);

@@ -94,45 +94,33 @@ pub fn pdf_with_a_long_outline(page_chars: usize, entries: usize, title_chars: u
 /// A `.docx` whose main part opens `<w:p>` `count` times and never closes one (5 bytes each
 /// before compression; 25 million deflate to about 300 KB).
 pub fn docx_of_unclosed_paragraphs(count: usize) -> Vec<u8> {
-    let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let options = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated)
-        .compression_level(Some(9));
-    writer.start_file("word/document.xml", options).unwrap();
-    writer
-        .write_all(
-            br#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>"#,
-        )
-        .unwrap();
-    let chunk = b"<w:p>".repeat(100_000);
-    for _ in 0..count / 100_000 {
-        writer.write_all(&chunk).unwrap();
-    }
-    writer.write_all(&b"<w:p>".repeat(count % 100_000)).unwrap();
-    writer.finish().unwrap().into_inner()
+    docx_repeating("", b"<w:p>", count, "")
 }
 
 /// A `.docx` of one paragraph of `words` words (`word word ...`): 100 MB of text for 20
 /// million, well within the document limit, deflated to about 150 KB.
 pub fn docx_of_one_long_paragraph(words: usize) -> Vec<u8> {
+    let tail = "</w:t></w:r></w:p></w:body></w:document>";
+    docx_repeating("<w:p><w:r><w:t>", b"word ", words, tail)
+}
+
+/// A `.docx` whose main part is the body's start, `head`, `unit` `count` times, then `tail`,
+/// written as it is deflated (never held whole).
+fn docx_repeating(head: &str, unit: &[u8], count: usize, tail: &str) -> Vec<u8> {
     let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .compression_level(Some(9));
     writer.start_file("word/document.xml", options).unwrap();
-    writer
-        .write_all(
-            br#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>"#,
-        )
-        .unwrap();
-    let chunk = b"word ".repeat(100_000);
-    for _ in 0..words / 100_000 {
+    let start = r#"<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>"#;
+    writer.write_all(start.as_bytes()).unwrap();
+    writer.write_all(head.as_bytes()).unwrap();
+    let chunk = unit.repeat(100_000);
+    for _ in 0..count / 100_000 {
         writer.write_all(&chunk).unwrap();
     }
-    writer.write_all(&b"word ".repeat(words % 100_000)).unwrap();
-    writer
-        .write_all(b"</w:t></w:r></w:p></w:body></w:document>")
-        .unwrap();
+    writer.write_all(&unit.repeat(count % 100_000)).unwrap();
+    writer.write_all(tail.as_bytes()).unwrap();
     writer.finish().unwrap().into_inner()
 }
 

@@ -196,3 +196,23 @@ fn an_upload_past_its_workers_memory_or_cpu_limit_is_refused_and_the_next_one_is
     assert_eq!(http(&addr, "GET", "/healthz", None).0, 200);
     assert!(server.stop().success());
 }
+
+#[test]
+fn a_server_stops_on_sigterm_while_an_upload_is_being_read() {
+    // Reading this file takes longer than the server's 5 s timeout (20 s in a debug build): its
+    // worker is stopped at the timeout, so SIGTERM meanwhile ends the server soon after.
+    let dir = tempfile::tempdir().unwrap();
+    let index = index(dir.path());
+    let (mut server, addr) = serve(&index, &["--timeout-secs", "5"]);
+    let outline = files::pdf_with_a_long_outline(10_000_000, 2_000, 20_000);
+    let uploading = std::thread::spawn(move || upload(&addr, "outline", "outline.pdf", &outline));
+    std::thread::sleep(Duration::from_secs(1));
+    let asked = Instant::now();
+    server.terminate();
+    let status = server.wait();
+    let took = asked.elapsed();
+    println!("stopped {took:?} after SIGTERM, {status}");
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    let (code, body) = uploading.join().unwrap();
+    assert!(code == 504 || code == 400, "{code}: {body}");
+}

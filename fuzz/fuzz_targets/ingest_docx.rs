@@ -7,7 +7,7 @@
 use lector_ingest::{section_path, Item};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let items = lector_fuzz::ingest_items("docx", data);
+    let items = lector_fuzz::ingest_items_within("docx", data, lector_fuzz::FUZZ_MAX_FILE_BYTES);
     assert_eq!(items.len(), 1, "one item per DOCX file");
     if let Some(Item::Document(doc)) = items.first() {
         let metadata = doc.metadata.as_ref().expect("a DOCX document has metadata");

@@ -8,7 +8,7 @@
 use lector_ingest::{page_of, section_starts, Item};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let items = lector_fuzz::ingest_items("pdf", data);
+    let items = lector_fuzz::ingest_items_within("pdf", data, lector_fuzz::FUZZ_MAX_FILE_BYTES);
     assert_eq!(items.len(), 1, "one item per PDF file");
     if let Some(Item::Document(doc)) = items.first() {
         let metadata = doc.metadata.as_ref().expect("a PDF document has metadata");

@@ -314,10 +314,10 @@ impl Link {
         if is_connection_failure(err) || is_passing(err) {
             Error::Unavailable {
                 location: self.url.to_string(),
-                reason: err.to_string(),
+                reason: brief(err),
             }
         } else {
-            Error::Config(format!("the Redis store {}: {err}", self.url))
+            Error::Config(format!("the Redis store {}: {}", self.url, brief(err)))
         }
     }
 
@@ -370,6 +370,23 @@ fn no_store(url: &StoreUrl) -> Error {
     Error::Config(format!(
         "no lector store at {url} (create one with `lector index add PATH --store {url}`)"
     ))
+}
+
+/// The most characters of a Redis error kept in lector's: a transaction's error lists every
+/// command's (thousands of times "Redis is loading the dataset in memory").
+const MAX_REASON_CHARS: usize = 400;
+
+/// `err`'s message, cut at [`MAX_REASON_CHARS`].
+fn brief(err: &redis::RedisError) -> String {
+    let message = err.to_string();
+    match message.char_indices().nth(MAX_REASON_CHARS) {
+        Some((cut, _)) => format!(
+            "{}... ({} characters more)",
+            &message[..cut],
+            message[cut..].chars().count()
+        ),
+        None => message,
+    }
 }
 
 /// A server that cannot answer yet, but will: loading its data (a replica's first sync, a

@@ -124,6 +124,19 @@ fn a_commit_cut_short_is_retried_without_duplicates() {
                 docs.len(),
                 "a failed commit keeps what it staged"
             );
+            // Retried once Redis answers again (a restarted Redis first loads its data, and
+            // says so: unavailable, with a reason of bounded length).
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                match RedisStore::open(&url, &quick()).and_then(|s| s.counts()) {
+                    Ok(_) => break,
+                    Err(err) => {
+                        assert!(err.to_string().len() < 1_000, "{err}");
+                        assert!(Instant::now() < deadline, "Redis did not come back: {err}");
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+            }
             w.commit(&mut |_, _| {}).expect("the retry succeeds");
         }
         Ok(_) => eprintln!("the commit finished before Redis was killed"),

@@ -122,7 +122,7 @@ fn hostile_uploads_cost_one_request_and_the_server_keeps_answering() {
     let dir = tempfile::tempdir().unwrap();
     let index = index(dir.path());
     let (mut server, addr) = serve(&index, &[]);
-    // Other clients, all along: /healthz and searches must keep answering.
+    // Other clients, all along: /healthz, searches and asks must keep answering.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = {
         let (addr, stop) = (addr.clone(), stop.clone());
@@ -133,6 +133,8 @@ fn hostile_uploads_cost_one_request_and_the_server_keeps_answering() {
                 let started = Instant::now();
                 assert_eq!(http(&addr, "GET", "/healthz", None).0, 200);
                 assert_eq!(http(&addr, "GET", "/v1/search?q=Broncos&k=1", None).0, 200);
+                let ask = r#"{"question": "Which team won Super Bowl 50?"}"#;
+                assert_eq!(http(&addr, "POST", "/v1/ask", Some(ask)).0, 200);
                 slowest = slowest.max(started.elapsed());
                 rounds += 1;
                 std::thread::sleep(Duration::from_millis(50));

@@ -266,6 +266,10 @@ class Index:
         skipped_invalid, ignored_files, and the index's documents and passages."""
         if documents is None and not paths:
             raise ValueError("give documents or paths")
+        if isinstance(documents, (str, bytes, Document)) or isinstance(documents, Mapping):
+            raise TypeError("documents must be a list of documents (for files, use paths=...)")
+        if isinstance(paths, (str, bytes, os.PathLike)):
+            paths = [paths]  # one path, never its characters
         counts: Dict[str, int] = {}
         if documents is not None:
             docs = [dataclasses.asdict(d) if isinstance(d, Document) else d for d in documents]
@@ -277,9 +281,16 @@ class Index:
             counts = _sum_counts(counts, files)
         return counts
 
-    def delete(self, ids: Iterable[str]) -> int:
-        """Removes documents by id and commits; returns how many were there."""
-        return self._inner.delete(list(ids))
+    def delete(self, ids: Union[str, Iterable[str]]) -> int:
+        """Removes documents by id (one id, or several) and commits; returns how many were
+        there."""
+        if isinstance(ids, str):
+            ids = [ids]  # one id, never its characters
+        ids = list(ids)
+        for i, id in enumerate(ids):
+            if not isinstance(id, str):
+                raise TypeError(f"ids[{i}] must be a str, not {type(id).__name__}")
+        return self._inner.delete(ids)
 
     def search(
         self,
@@ -303,6 +314,11 @@ class Index:
 
     def __repr__(self) -> str:
         return f"lector.Index({self.path!r})"
+
+
+def _check_str(name: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
 
 
 def _sum_counts(a: Dict[str, int], b: Dict[str, int]) -> Dict[str, int]:
@@ -350,6 +366,9 @@ class Reader:
         ``batch_size`` (32), as for ``lector read``."""
         if (context is None) == (contexts is None):
             raise ValueError("give either context or contexts")
+        _check_str("question", question)
+        if context is not None:
+            _check_str("context", context)
         if context is not None:
             return self.read_batch([(question, context)], top_k=top_k, **params)[0]
         return self.read_batch([(question, c) for c in contexts or []], top_k=top_k, **params)
@@ -359,7 +378,13 @@ class Reader:
     ) -> List[Prediction]:
         """Answers many ``(question, context)`` pairs, batching their windows (as ``lector read
         --squad`` does); ``progress`` shows a progress bar on stderr."""
-        raw = self._inner.read_pairs(list(pairs), top_k=top_k, progress=progress, **params)
+        pairs = list(pairs)
+        for i, pair in enumerate(pairs):
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise TypeError(f"pairs[{i}] must be a (question, context) tuple, not {type(pair).__name__}")
+            _check_str(f"pairs[{i}] question", pair[0])
+            _check_str(f"pairs[{i}] context", pair[1])
+        raw = self._inner.read_pairs(pairs, top_k=top_k, progress=progress, **params)
         return [Prediction._from(p) for p in raw]
 
     def __repr__(self) -> str:
@@ -389,6 +414,10 @@ class Pipeline:
         rerank: Optional[PathLike] = None,
         rerank_depth: int = 20,
     ) -> None:
+        if not isinstance(index, Index):
+            raise TypeError(f"index must be a lector.Index, not {type(index).__name__}")
+        if reader is not None and not isinstance(reader, Reader):
+            raise TypeError(f"reader must be a lector.Reader, not {type(reader).__name__}")
         self.index = index
         self._inner = _lector.Pipeline(
             index._inner,
@@ -410,7 +439,12 @@ class Pipeline:
     ) -> List[Response]:
         """Answers many questions, reading all their passages in one batch; ``progress`` shows
         the reading on stderr."""
-        raw = self._inner.ask_many(list(questions), dict(options, k=k), progress)
+        if isinstance(questions, str):
+            raise TypeError("questions must be a list of str (for one question, use ask)")
+        questions = list(questions)
+        for i, question in enumerate(questions):
+            _check_str(f"questions[{i}]", question)
+        raw = self._inner.ask_many(questions, dict(options, k=k), progress)
         return [Response._from(r) for r in raw]
 
     def read_passages(self, question: str, hits: Sequence[Union[Hit, Mapping[str, Any]]], **options: Any) -> Response:

@@ -117,7 +117,8 @@ class LectorReader:
         model: The reader checkpoint (default: ``$LECTOR_READER``, else the shipped reader).
         top_k: Answers to return (besides the no-answer).
         no_answer: Add the no-answer (``data=None``, ``score`` = the no-answer probability): first
-            when lector abstains, last otherwise.
+            when lector abstains, last otherwise; the only answer (score 1, abstention
+            ``"no_passages"``) when there are no documents to read.
     """
 
     def __init__(
@@ -150,7 +151,9 @@ class LectorReader:
         self.warm_up()
         assert self._pipeline is not None
         if not documents:
-            return {"answers": []}
+            # Nothing to read: lector abstains, as `lector ask` does with no passages.
+            none = ExtractedAnswer(query=query, score=1.0, data=None, meta={"abstention": "no_passages"})
+            return {"answers": [none] if self.no_answer else []}
         response = self._pipeline.read_passages(query, [to_hit(d) for d in documents])
         answers = [
             _extracted(query, c, documents[c.evidence.rank - 1])

@@ -61,3 +61,11 @@ def test_a_langchain_retriever_returns_the_index_passages(odqa):
     assert [d.page_content for d in documents] == [h.text for h in hits]
     only = LangChainRetriever.from_path(odqa["index"], k=3, filter='id == "Super_Bowl_50#1"').invoke(query)
     assert only and {d.metadata["doc_id"] for d in only} == {"Super_Bowl_50#1"}
+
+
+def test_the_haystack_reader_abstains_when_nothing_was_retrieved(odqa):
+    # As the README says: a no-answer entry whenever lector abstains, no passages included.
+    q = "Which team won Super Bowl 50?"
+    answers = LectorReader(index=odqa["index"]).run(query=q, documents=[])["answers"]
+    assert [(a.data, a.score, a.meta["abstention"]) for a in answers] == [(None, 1.0, "no_passages")]
+    assert LectorReader(index=odqa["index"], no_answer=False).run(query=q, documents=[])["answers"] == []

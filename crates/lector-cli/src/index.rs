@@ -326,8 +326,11 @@ fn add_walked(args: &AddArgs, writer: &mut dyn StoreWriter) -> Result<(AddCounts
         fields: args.meta.iter().cloned().collect(),
     };
     let progress = progress_bar(walk.files.iter().map(|f| f.bytes).sum());
-    let counts = add_files(writer, walk, &options, &mut |e| show(&progress, e))
-        .map_err(|err| stopped(&progress, err, args.strict))?;
+    let counts = add_files(writer, walk, &options, &mut |e| {
+        show(&progress, e);
+        std::ops::ControlFlow::Continue(())
+    })
+    .map_err(|err| stopped(&progress, err, args.strict))?;
     progress.finish_and_clear();
     Ok((counts, commit(writer)?))
 }

@@ -10,6 +10,7 @@ use crate::docstore::StoreWriter;
 use crate::error::{Error, Result};
 use crate::writer::{AddOutcome, CommitInfo};
 use lector_ingest::{read_file, IngestOptions, Item, SourceFile, Walk};
+use std::ops::ControlFlow;
 
 /// How [`add_files`] reads and commits.
 #[derive(Debug, Clone)]
@@ -55,7 +56,9 @@ pub enum AddEvent<'a> {
 }
 
 /// Stages the documents of `walk`'s files in `writer`, committing full batches, and counts them.
-/// The last batch stays staged for the caller to commit.
+/// The last batch stays staged for the caller to commit. `on_event` returning
+/// `ControlFlow::Break` (a user's interrupt) stops it before the next document, with
+/// [`Error::AddStopped`] caused by [`Error::Interrupted`].
 ///
 /// Fails with [`Error::AddStopped`] (with nothing committed since the last batch) at a failed
 /// batch commit, and with `strict` at the first walk error (before adding anything) or invalid
@@ -65,7 +68,7 @@ pub fn add_files(
     writer: &mut dyn StoreWriter,
     walk: Walk,
     options: &AddOptions,
-    on_event: &mut dyn FnMut(AddEvent<'_>),
+    on_event: &mut dyn FnMut(AddEvent<'_>) -> ControlFlow<()>,
 ) -> Result<AddCounts> {
     let mut counts = AddCounts {
         ignored: walk.ignored.len(),
@@ -75,8 +78,8 @@ pub fn add_files(
         if options.strict {
             return Err(stopped(writer, err, true));
         }
-        on_event(AddEvent::Skipped(&err));
         counts.invalid += 1;
+        send(on_event, AddEvent::Skipped(&err)).map_err(|err| stopped(writer, err, true))?;
     }
     let mut done = 0;
     for file in &walk.files {
@@ -84,7 +87,8 @@ pub fn add_files(
             .map_err(|err| stopped(writer, err, false))?;
         done += file.bytes;
         // A file without documents (or an empty one) sends no event of its own.
-        on_event(AddEvent::Read { bytes: done });
+        send(on_event, AddEvent::Read { bytes: done })
+            .map_err(|err| stopped(writer, err, false))?;
     }
     Ok(counts)
 }
@@ -96,13 +100,14 @@ fn add_file(
     done: u64,
     options: &AddOptions,
     counts: &mut AddCounts,
-    on_event: &mut dyn FnMut(AddEvent<'_>),
+    on_event: &mut dyn FnMut(AddEvent<'_>) -> ControlFlow<()>,
 ) -> lector_ingest::Result<()> {
     read_file(file, &options.ingest, &mut |item, read| {
         // A file that grew since the walk must not run past where the next file starts.
-        on_event(AddEvent::Read {
+        let read = AddEvent::Read {
             bytes: done + read.min(file.bytes),
-        });
+        };
+        send(on_event, read)?;
         let item = with_fields(item, &options.fields, &file.path);
         stage(writer, item, options, counts, on_event)
     })
@@ -115,7 +120,7 @@ fn stage(
     item: Item,
     options: &AddOptions,
     counts: &mut AddCounts,
-    on_event: &mut dyn FnMut(AddEvent<'_>),
+    on_event: &mut dyn FnMut(AddEvent<'_>) -> ControlFlow<()>,
 ) -> lector_ingest::Result<()> {
     match item {
         Item::Document(doc) => match writer.add(doc)? {
@@ -125,16 +130,29 @@ fn stage(
         },
         Item::Invalid(err) if options.strict => return Err(err),
         Item::Invalid(err) => {
-            on_event(AddEvent::Skipped(&err));
             counts.invalid += 1;
+            send(on_event, AddEvent::Skipped(&err))?;
         }
     }
     if writer.pending() >= options.commit_every.max(1) {
-        let info =
-            writer.commit(&mut |done, total| on_event(AddEvent::Embedding { done, total }))?;
-        on_event(AddEvent::Committed(&info));
+        // A commit runs to its end: the interrupt is seen after it.
+        let info = writer.commit(&mut |done, total| {
+            let _ = on_event(AddEvent::Embedding { done, total });
+        })?;
+        send(on_event, AddEvent::Committed(&info))?;
     }
     Ok(())
+}
+
+/// Sends `event`; an interrupt when the caller answers `Break`.
+fn send(
+    on_event: &mut dyn FnMut(AddEvent<'_>) -> ControlFlow<()>,
+    event: AddEvent<'_>,
+) -> lector_ingest::Result<()> {
+    match on_event(event) {
+        ControlFlow::Continue(()) => Ok(()),
+        ControlFlow::Break(()) => Err(Error::Interrupted.into()),
+    }
 }
 
 /// `item` with `fields` set; invalid when the document's metadata is not an object.

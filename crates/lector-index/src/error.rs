@@ -42,6 +42,9 @@ pub enum Error {
     /// after the next commit.
     #[error("a segment merge panicked: {0}")]
     MergePanicked(String),
+    /// The caller asked [`crate::add_files`] to stop (a user's interrupt).
+    #[error("interrupted")]
+    Interrupted,
     /// [`crate::add_files`] stopped at `cause` (a failed batch commit, or in strict mode a walk
     /// error or invalid file or line, which names the file and line), `before_adding` anything
     /// or while reading. Nothing staged since the last commit is stored unless the caller

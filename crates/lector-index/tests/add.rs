@@ -3,6 +3,7 @@
 
 use lector_index::{add_files, AddCounts, AddEvent, AddOptions, Error, Index, IndexWriter};
 use lector_ingest::{walk, IngestOptions};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 fn options(commit_every: usize, strict: bool) -> AddOptions {
@@ -44,7 +45,8 @@ fn add(
             AddEvent::Committed(info) => {
                 format!("committed {} {}", info.generation, info.documents)
             }
-        })
+        });
+        ControlFlow::Continue(())
     });
     (result, events)
 }
@@ -171,6 +173,48 @@ fn commit_every_two_commits_full_batches() {
     assert_eq!(commits, ["committed 1 2", "committed 2 4"]);
     assert_eq!(Index::open(&idx).unwrap().len(), 4);
     assert_eq!(writer.pending(), 1);
+}
+
+#[test]
+fn an_interrupt_after_a_commit_stops_before_the_next_document_and_keeps_that_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, idx) = (tmp.path().join("src"), tmp.path().join("idx"));
+    write_sources(&src, "Naps restore attention.");
+    let mut writer = IndexWriter::open_or_create(&idx, Default::default()).unwrap();
+
+    // The user interrupts as the first batch (d1, d2) is committed.
+    let mut interrupted = false;
+    let result = add_files(
+        &mut writer,
+        walk(&[src.to_path_buf()]),
+        &options(2, false),
+        &mut |event| {
+            interrupted |= matches!(event, AddEvent::Committed(_));
+            match interrupted {
+                true => ControlFlow::Break(()),
+                false => ControlFlow::Continue(()),
+            }
+        },
+    );
+    let err = result.unwrap_err();
+    match &err {
+        Error::AddStopped {
+            cause,
+            kept: 2,
+            before_adding: false,
+        } => assert_eq!(cause.to_string(), "interrupted"),
+        other => panic!("expected an interrupted AddStopped, got {other:?}"),
+    }
+    assert!(
+        err.to_string()
+            .contains("keeps its last commit, 2 documents"),
+        "{err}"
+    );
+    assert_eq!(writer.pending(), 0, "nothing staged after the interrupt");
+    drop(writer);
+    let index = Index::open(&idx).unwrap();
+    assert_eq!(index.len(), 2);
+    assert!(index.document("d3").is_none());
 }
 
 #[test]

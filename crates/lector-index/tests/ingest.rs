@@ -23,7 +23,10 @@ fn add_skipping_invalid(writer: &mut IndexWriter, path: &Path, options: &IngestO
         fields: Default::default(),
     };
     let walk = ingest::walk(&[path.to_path_buf()]);
-    let counts = lector_index::add_files(writer, walk, &add, &mut |_| {}).unwrap();
+    let counts = lector_index::add_files(writer, walk, &add, &mut |_| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap();
     writer.commit().unwrap();
     counts.invalid
 }

@@ -25,6 +25,26 @@ pub struct Document {
 /// is still unchanged (its stored `modified` is that of the content indexed).
 pub const FILE_FIELD: &str = "file";
 
+/// The deepest nesting of objects and lists in a document's metadata (`{"a": {"b": 1}}` is 2
+/// deep). Every face refuses deeper metadata; the index's JSON reader stops at 128.
+pub const MAX_METADATA_DEPTH: usize = 100;
+
+/// How deeply `value`'s objects and lists nest (a scalar is 0), counted without recursion.
+pub fn nesting_depth(value: &serde_json::Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &serde_json::Value>> = match value {
+            serde_json::Value::Array(items) => Box::new(items.iter()),
+            serde_json::Value::Object(fields) => Box::new(fields.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    deepest
+}
+
 /// A 128-bit content digest: documents with equal digests are treated as unchanged.
 pub type ContentHash = [u8; 16];
 

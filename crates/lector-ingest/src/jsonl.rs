@@ -1,7 +1,7 @@
 //! JSON lines, one document per line: `{id, title?, text, date?, metadata?}` or BEIR
 //! `{_id, title, text}`. Lines are read with a bound, so one huge line cannot exhaust memory.
 
-use crate::document::Document;
+use crate::document::{nesting_depth, Document, MAX_METADATA_DEPTH};
 use crate::error::{invalid, json_message, Error, Result};
 use crate::read::{checked, human_size, over_limit, IngestOptions, Item};
 use crate::walk::SourceFile;
@@ -138,10 +138,18 @@ pub fn document_from_json(value: &Value) -> std::result::Result<Document, String
         return Err("empty `id`".into());
     }
     let text = field("text")?.ok_or_else(|| format!("document `{id}` has no `text` field"))?;
+    if text.trim().is_empty() {
+        return Err(format!("document `{id}` has no text"));
+    }
     // `meta` is Haystack's name for the same object.
     let metadata = map.get("metadata").or_else(|| map.get("meta"));
     if metadata.is_some_and(|m| !(m.is_object() || m.is_null())) {
         return Err("`metadata` must be an object".into());
+    }
+    if metadata.is_some_and(|m| nesting_depth(m) > MAX_METADATA_DEPTH) {
+        return Err(format!(
+            "document `{id}`: `metadata` nests deeper than {MAX_METADATA_DEPTH} levels"
+        ));
     }
     let metadata = metadata.filter(|m| !is_empty_json(m)).cloned();
     Ok(Document {
@@ -164,6 +172,30 @@ fn is_empty_json(value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nested(levels: usize) -> Value {
+        let mut value = serde_json::json!(1);
+        for _ in 0..levels {
+            value = serde_json::json!({ "a": value });
+        }
+        value
+    }
+
+    #[test]
+    fn metadata_deeper_than_the_limit_and_empty_text_are_refused() {
+        let doc = |metadata: Value, text: &str| {
+            document_from_json(&serde_json::json!({"id": "d", "text": text, "metadata": metadata}))
+        };
+        assert_eq!(
+            nesting_depth(&nested(MAX_METADATA_DEPTH)),
+            MAX_METADATA_DEPTH
+        );
+        assert!(doc(nested(MAX_METADATA_DEPTH), "fine").is_ok());
+        let err = doc(nested(MAX_METADATA_DEPTH + 1), "fine").unwrap_err();
+        assert_eq!(err, "document `d`: `metadata` nests deeper than 100 levels");
+        let err = doc(Value::Null, " \n ").unwrap_err();
+        assert_eq!(err, "document `d` has no text");
+    }
 
     fn lines(input: &[u8], limit: usize) -> Vec<(LineRead, Vec<u8>)> {
         // A tiny buffer, so lines span many `fill_buf` calls.

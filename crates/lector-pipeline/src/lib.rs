@@ -81,6 +81,49 @@ pub struct AskOptions {
     pub ambiguity_odds: f64,
 }
 
+/// The most passages one question may retrieve and read.
+pub const MAX_K: usize = 1000;
+
+/// The most answers kept per passage ([`AskOptions::read`]'s `top_k`).
+pub const MAX_ANSWERS_PER_PASSAGE: usize = 20;
+
+/// The largest [`AskOptions::rank_prior`] (8: the passage at rank 2 already weighs 1/256).
+pub const MAX_RANK_PRIOR: f64 = 8.0;
+
+impl AskOptions {
+    /// Checks every option against its bounds ([`MAX_K`], [`MAX_ANSWERS_PER_PASSAGE`],
+    /// [`MAX_RANK_PRIOR`], `ambiguity_odds` at least 1, the BM25 parameters): the one place the
+    /// CLI, the server and Python are checked. NaN is out of every bound.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |message: String| Err(Error::Options(message));
+        if !(1..=MAX_K).contains(&self.k) {
+            return bad(format!("k must be between 1 and {MAX_K}, not {}", self.k));
+        }
+        let answers = self.read.top_k;
+        if !(1..=MAX_ANSWERS_PER_PASSAGE).contains(&answers) {
+            return bad(format!(
+                "answers_per_passage must be between 1 and {MAX_ANSWERS_PER_PASSAGE}, not {answers}"
+            ));
+        }
+        if !(0.0..=MAX_RANK_PRIOR).contains(&self.rank_prior) {
+            return bad(format!(
+                "rank_prior must be between 0 and {MAX_RANK_PRIOR}, not {}",
+                self.rank_prior
+            ));
+        }
+        if self.ambiguity_odds.is_nan() || self.ambiguity_odds < 1.0 {
+            return bad(format!(
+                "ambiguity_odds must be at least 1, not {}",
+                self.ambiguity_odds
+            ));
+        }
+        if let Some(search) = &self.search {
+            search.bm25.validate().map_err(Error::Options)?;
+        }
+        Ok(())
+    }
+}
+
 impl Default for AskOptions {
     fn default() -> Self {
         AskOptions {
@@ -272,7 +315,7 @@ impl<S: DocumentStore> Pipeline<S> {
         options: &AskOptions,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Vec<Response>> {
-        check_options(options)?;
+        options.validate()?;
         if questions.iter().any(|q| q.trim().is_empty()) {
             return Err(Error::EmptyQuestion);
         }
@@ -303,7 +346,7 @@ impl<S: DocumentStore> Pipeline<S> {
         hits: Vec<Hit>,
         options: &AskOptions,
     ) -> Result<Response> {
-        check_options(options)?;
+        options.validate()?;
         if question.trim().is_empty() {
             return Err(Error::EmptyQuestion);
         }
@@ -519,22 +562,6 @@ fn flag_disagreement(response: &mut Response, odds: f64) {
         response.threshold,
     );
     response.ambiguous = !response.readings.is_empty();
-}
-
-fn check_options(options: &AskOptions) -> Result<()> {
-    if options.k == 0 {
-        return Err(Error::Options("k must be at least 1".into()));
-    }
-    if options.ambiguity_odds.is_nan() || options.ambiguity_odds < 1.0 {
-        return Err(Error::Options(format!(
-            "ambiguity_odds must be at least 1, not {}",
-            options.ambiguity_odds
-        )));
-    }
-    if let Some(search) = &options.search {
-        search.bm25.validate().map_err(Error::Options)?;
-    }
-    Ok(())
 }
 
 fn ms(d: Duration) -> f64 {

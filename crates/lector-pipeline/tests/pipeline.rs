@@ -227,8 +227,22 @@ fn bad_input_gives_clear_errors() {
     };
     assert_eq!(
         pipeline.ask("Who?", &zero).unwrap_err().to_string(),
-        "invalid options: k must be at least 1"
+        "invalid options: k must be between 1 and 1000, not 0"
     );
+    // Every bound is checked here, NaN included, so no face can pass one through.
+    let mut huge = AskOptions::default();
+    huge.read.top_k = 1 << 62;
+    let nan_prior = AskOptions {
+        rank_prior: f64::NAN,
+        ..AskOptions::default()
+    };
+    for (bad, says) in [
+        (huge, "answers_per_passage must be between 1 and 20"),
+        (nan_prior, "rank_prior must be between 0 and 8, not NaN"),
+    ] {
+        let err = pipeline.ask("Who?", &bad).unwrap_err().to_string();
+        assert!(err.contains(says), "{err}");
+    }
     // Hybrid retrieval over an index without passage vectors says how to add them.
     let hybrid = AskOptions {
         search: Some(SearchOptions::for_index(pipeline.index(), Mode::Hybrid)),

@@ -10,11 +10,13 @@ use lector_index::{
 use lector_ingest::IngestOptions;
 use lector_pipeline::config::load_embedder;
 use lector_pipeline::RetrievalConfig;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use serde_json::{json, Map, Value};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 
 /// An index directory. Each write opens the index's writer, commits and closes it, so the CLI
 /// and other processes can write between calls; searches read the last commit this object saw
@@ -74,7 +76,15 @@ impl Index {
             writer.set_embedder(self.embedder()?).or_raise()?;
         }
         let bar = bar(progress);
-        let staged = stage(&mut writer, &bar)?;
+        let staged = match stage(&mut writer, &bar) {
+            Ok(staged) => staged,
+            Err(err) => {
+                // A stopped add may have committed batches: searches see them.
+                drop(writer);
+                let _ = self.reopen();
+                return Err(err);
+            }
+        };
         let info = writer
             .commit_with_progress(&mut |done, total| {
                 bar.set_message(format!("embedding {done}/{total} passages"))
@@ -91,6 +101,7 @@ impl Index {
     #[new]
     #[pyo3(signature = (path, *, dense = false, embedder = None, passage_words = None))]
     fn new(
+        py: Python<'_>,
         path: PathBuf,
         dense: bool,
         embedder: Option<PathBuf>,
@@ -104,7 +115,7 @@ impl Index {
             settings.chunking.words = words;
         }
         // A missing or unreadable index is reported by the first search, not here: `add` creates it.
-        let snapshot = lector_index::Index::open(&path).ok().map(Arc::new);
+        let snapshot = py.detach(|| lector_index::Index::open(&path).ok().map(Arc::new));
         Ok(Index {
             dir: path,
             settings,
@@ -146,11 +157,16 @@ impl Index {
             })
             .collect::<PyResult<Vec<_>>>()?;
         let total = docs.len() as u64;
+        let mut interrupts = Interrupts::new();
         let (counts, generation) = py.detach(|| {
             self.write(progress, |writer, bar| {
                 bar.set_length(total);
                 let mut counts = AddCounts::default();
                 for doc in docs {
+                    if interrupts.poll().is_break() {
+                        let kept = writer.committed_documents();
+                        return Err(interrupts.raised(&format!("nothing of this add was committed; the index keeps its last commit, {kept} documents")));
+                    }
                     match writer.add(doc) {
                         AddOutcome::Added => counts.added += 1,
                         AddOutcome::Replaced => counts.replaced += 1,
@@ -181,17 +197,28 @@ impl Index {
             strict,
             fields: metadata_fields(fields)?,
         };
+        let mut interrupts = Interrupts::new();
         let (counts, generation) = py.detach(|| {
             self.write(progress, |writer, bar| {
                 let walk = lector_ingest::walk(&paths);
                 bar.set_length(walk.files.iter().map(|f| f.bytes).sum());
                 let writer: &mut dyn StoreWriter = writer;
-                add_files(writer, walk, &options, &mut |event| match event {
-                    AddEvent::Read { bytes } => bar.set_position(bytes),
-                    AddEvent::Skipped(err) => bar.suspend(|| eprintln!("warning: skipped: {err}")),
-                    _ => {}
-                })
-                .or_raise()
+                let added = add_files(writer, walk, &options, &mut |event| {
+                    match event {
+                        AddEvent::Read { bytes } => bar.set_position(bytes),
+                        AddEvent::Skipped(err) => {
+                            bar.suspend(|| eprintln!("warning: skipped: {err}"))
+                        }
+                        _ => {}
+                    }
+                    interrupts.poll()
+                });
+                match added {
+                    Err(lector_index::Error::AddStopped { kept, .. }) if interrupts.was_raised() => {
+                        Err(interrupts.raised(&format!("stopped; the index keeps its last commit, {kept} documents, and nothing read since")))
+                    }
+                    other => other.or_raise(),
+                }
             })
         })?;
         self.summary(py, &counts, generation)
@@ -264,6 +291,50 @@ impl Index {
     }
 }
 
+/// Python's signals (Ctrl-C) seen from work done without the GIL: polled at most every 50 ms,
+/// since each poll takes the GIL.
+struct Interrupts {
+    polled: Instant,
+    raised: Option<PyErr>,
+}
+
+impl Interrupts {
+    const EVERY: Duration = Duration::from_millis(50);
+
+    fn new() -> Self {
+        Interrupts {
+            polled: Instant::now(),
+            raised: None,
+        }
+    }
+
+    /// `Break` once a signal handler has raised (and from then on).
+    fn poll(&mut self) -> ControlFlow<()> {
+        if self.raised.is_none() && self.polled.elapsed() >= Self::EVERY {
+            self.polled = Instant::now();
+            self.raised = Python::attach(|py| py.check_signals()).err();
+        }
+        match self.raised {
+            Some(_) => ControlFlow::Break(()),
+            None => ControlFlow::Continue(()),
+        }
+    }
+
+    fn was_raised(&self) -> bool {
+        self.raised.is_some()
+    }
+
+    /// The handler's exception; a `KeyboardInterrupt` says what the index kept (`state`).
+    fn raised(&mut self, state: &str) -> PyErr {
+        let err = self.raised.take().expect("raised after a Break");
+        let interrupted = Python::attach(|py| err.is_instance_of::<PyKeyboardInterrupt>(py));
+        match interrupted {
+            true => PyKeyboardInterrupt::new_err(format!("interrupted: {state}")),
+            false => err,
+        }
+    }
+}
+
 /// A progress bar on stderr when asked for, else a hidden one.
 pub(crate) fn bar(visible: bool) -> ProgressBar {
     if !visible {
@@ -307,7 +378,11 @@ pub(crate) fn parse_filter(filter: Option<Bound<'_, PyAny>>) -> PyResult<Option<
         Ok(text) => Filter::parse(&text),
         Err(_) => Filter::from_json(&from_py(&filter, "filter")?),
     };
+    // The dict syntax's messages name where they are (`filter.conditions[0]`); the text's do not.
     parsed
         .map(Some)
-        .map_err(|e| PyValueError::new_err(format!("filter: {}", e.0)))
+        .map_err(|e| match e.0.starts_with("filter") {
+            true => PyValueError::new_err(e.0),
+            false => PyValueError::new_err(format!("filter: {}", e.0)),
+        })
 }

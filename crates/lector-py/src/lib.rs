@@ -7,7 +7,7 @@
 //! error's message and its causes.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -41,6 +41,12 @@ pub(crate) fn lector_error(err: &(dyn std::error::Error + 'static)) -> PyErr {
         cause = inner.source();
     }
     LectorError::new_err(message)
+}
+
+/// A library's verdict on a caller's options (`lector_pipeline::Error::Options`,
+/// `lector_reader::Error::Params`) as the `ValueError` Python code expects for a bad argument.
+pub(crate) fn bad_argument(err: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(err.to_string())
 }
 
 /// Converts a library result into a Python one.
@@ -90,9 +96,40 @@ pub(crate) fn serialized<'py, T: serde::Serialize>(
     to_py(py, &serde_json::to_value(value).or_raise()?)
 }
 
+/// The deepest a value passed from Python may nest: room for a document around metadata deeper
+/// than [`lector_ingest::MAX_METADATA_DEPTH`], which the document check then refuses by name.
+/// A cyclic dict or list stops here rather than exhausting the stack.
+const MAX_DEPTH: usize = lector_ingest::MAX_METADATA_DEPTH + 8;
+
 /// A Python value made of dicts (string keys), lists, tuples, strings, numbers, booleans and None
 /// as JSON; `at` names the argument in errors (`metadata["year"]`).
 pub(crate) fn from_py(obj: &Bound<'_, PyAny>, at: &str) -> PyResult<Value> {
+    from_py_nested(obj, at, 0).map_err(|err| match err {
+        Nested::TooDeep => PyValueError::new_err(format!(
+            "{at}: nested more than {} levels deep (or cyclic)",
+            lector_ingest::MAX_METADATA_DEPTH
+        )),
+        Nested::Python(err) => err,
+    })
+}
+
+/// Why a nested value was not converted: too deep (said once, for the whole value) or a
+/// Python error naming where.
+enum Nested {
+    TooDeep,
+    Python(PyErr),
+}
+
+impl From<PyErr> for Nested {
+    fn from(err: PyErr) -> Self {
+        Nested::Python(err)
+    }
+}
+
+fn from_py_nested(obj: &Bound<'_, PyAny>, at: &str, depth: usize) -> Result<Value, Nested> {
+    if depth > MAX_DEPTH {
+        return Err(Nested::TooDeep);
+    }
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -103,9 +140,7 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>, at: &str) -> PyResult<Value> {
         return match obj.extract::<i64>() {
             Ok(i) => Ok(Value::from(i)),
             Err(_) => Ok(Value::from(obj.extract::<u64>().map_err(|_| {
-                pyo3::exceptions::PyValueError::new_err(format!(
-                    "{at}: the integer does not fit in 64 bits"
-                ))
+                PyValueError::new_err(format!("{at}: the integer does not fit in 64 bits"))
             })?)),
         };
     }
@@ -113,10 +148,10 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>, at: &str) -> PyResult<Value> {
         return Number::from_f64(f.value())
             .map(Value::Number)
             .ok_or_else(|| {
-                pyo3::exceptions::PyValueError::new_err(format!(
+                Nested::Python(PyValueError::new_err(format!(
                     "{at}: {} is not a JSON number",
                     f.value()
-                ))
+                )))
             });
     }
     if let Ok(s) = obj.cast::<PyString>() {
@@ -128,7 +163,7 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>, at: &str) -> PyResult<Value> {
             let key: String = key.extract().map_err(|_| {
                 pyo3::exceptions::PyTypeError::new_err(format!("{at}: keys must be strings"))
             })?;
-            let value = from_py(&item, &format!("{at}[{key:?}]"))?;
+            let value = from_py_nested(&item, &format!("{at}[{key:?}]"), depth + 1)?;
             fields.insert(key, value);
         }
         return Ok(Value::Object(fields));
@@ -137,13 +172,15 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>, at: &str) -> PyResult<Value> {
         let items = obj
             .try_iter()?
             .enumerate()
-            .map(|(i, item)| from_py(&item?, &format!("{at}[{i}]")))
-            .collect::<PyResult<Vec<_>>>()?;
+            .map(|(i, item)| from_py_nested(&item?, &format!("{at}[{i}]"), depth + 1))
+            .collect::<Result<Vec<_>, Nested>>()?;
         return Ok(Value::Array(items));
     }
-    Err(pyo3::exceptions::PyTypeError::new_err(format!(
-        "{at}: expected a dict, list, str, number, bool or None, found {}",
-        obj.get_type().name()?
+    Err(Nested::Python(pyo3::exceptions::PyTypeError::new_err(
+        format!(
+            "{at}: expected a dict, list, str, number, bool or None, found {}",
+            obj.get_type().name()?
+        ),
     )))
 }
 

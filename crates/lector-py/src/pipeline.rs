@@ -2,7 +2,7 @@
 
 use crate::index::{parse_filter, parse_mode, Index};
 use crate::reader::Reader;
-use crate::{from_py, serialized, OrRaise};
+use crate::{bad_argument, from_py, serialized, OrRaise};
 use lector_index::{Filter, Hit};
 use lector_pipeline::{AskOptions, Calibration, PipelineConfig, RerankConfig, RetrievalConfig};
 use pyo3::exceptions::PyValueError;
@@ -160,7 +160,7 @@ impl Pipeline {
         for (key, value) in given.iter() {
             let key: String = key.extract()?;
             match key.as_str() {
-                "k" => options.k = value.extract()?,
+                "k" => options.k = named(&value, "k")?,
                 "filter" => {
                     if let Some(filter) = parse_filter(Some(value))? {
                         let search = options.search.as_mut().expect("set above");
@@ -170,11 +170,11 @@ impl Pipeline {
                         });
                     }
                 }
-                "vote" => options.vote = value.extract()?,
-                "answers_per_passage" => options.read.top_k = value.extract()?,
-                "rank_prior" => options.rank_prior = value.extract()?,
-                "prefer_recent" => options.prefer_recent = value.extract()?,
-                "ambiguity_odds" => options.ambiguity_odds = value.extract()?,
+                "vote" => options.vote = named(&value, "vote")?,
+                "answers_per_passage" => options.read.top_k = named(&value, "answers_per_passage")?,
+                "rank_prior" => options.rank_prior = named(&value, "rank_prior")?,
+                "prefer_recent" => options.prefer_recent = named(&value, "prefer_recent")?,
+                "ambiguity_odds" => options.ambiguity_odds = named(&value, "ambiguity_odds")?,
                 other => {
                     return Err(PyValueError::new_err(format!(
                         "unknown ask option `{other}`"
@@ -182,9 +182,25 @@ impl Pipeline {
                 }
             }
         }
-        if options.ambiguity_odds.is_nan() || options.ambiguity_odds < 1.0 {
-            return Err(PyValueError::new_err("ambiguity_odds must be at least 1"));
-        }
+        options.validate().map_err(bad_argument)?;
         Ok(options)
     }
+}
+
+/// The ask option `name`'s value, or a `ValueError` naming it (`k=-1` is not an overflow).
+fn named<'py, T: for<'a> FromPyObject<'a, 'py>>(
+    value: &Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<T> {
+    value.extract().map_err(|_| {
+        let given = value.repr().map(|r| r.to_string()).unwrap_or_default();
+        let wanted = std::any::type_name::<T>();
+        let wanted = match wanted {
+            "usize" => "a positive integer",
+            "f64" => "a number",
+            "bool" => "True or False",
+            other => other,
+        };
+        PyValueError::new_err(format!("{name} must be {wanted}, not {given}"))
+    })
 }

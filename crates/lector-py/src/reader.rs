@@ -1,6 +1,6 @@
 //! `lector._lector.Reader`: the extractive reader, as `lector read` runs it.
 
-use crate::{serialized, OrRaise};
+use crate::{bad_argument, serialized, OrRaise};
 use lector_reader::{Prediction, Query, ReadParams};
 use pyo3::prelude::*;
 use serde_json::json;
@@ -67,6 +67,7 @@ impl Reader {
             batch_size,
             ..ReadParams::default()
         };
+        params.validate().map_err(bad_argument)?;
         let bar = crate::index::bar(progress);
         bar.set_length(pairs.len() as u64);
         let predictions = py.detach(|| {

@@ -64,6 +64,45 @@ pub struct ReadParams {
     pub recheck_margin: f64,
 }
 
+/// The most answers [`ReadParams::top_k`] may ask for.
+pub const MAX_TOP_K: usize = 1000;
+
+/// The most windows [`ReadParams::batch_size`] may put in one forward pass.
+pub const MAX_BATCH_SIZE: usize = 1024;
+
+/// The longest [`ReadParams::max_seq_len`] (no checkpoint lector reads has more positions).
+pub const MAX_SEQ_LEN: usize = 4096;
+
+impl ReadParams {
+    /// Checks each parameter against its bounds, naming the first one out of them: every face
+    /// (CLI, server, Python) is checked here.
+    pub fn validate(&self) -> Result<()> {
+        let bounded = [
+            ("max_seq_len", self.max_seq_len, 1, MAX_SEQ_LEN),
+            ("max_answer_len", self.max_answer_len, 1, MAX_SEQ_LEN),
+            ("max_question_len", self.max_question_len, 0, MAX_SEQ_LEN),
+            ("doc_stride", self.doc_stride, 0, MAX_SEQ_LEN),
+            ("top_k", self.top_k, 1, MAX_TOP_K),
+            ("batch_size", self.batch_size, 1, MAX_BATCH_SIZE),
+        ];
+        if let Some((name, value, low, high)) = bounded
+            .iter()
+            .find(|(_, value, low, high)| !(low..=high).contains(&value))
+        {
+            return Err(Error::Params(format!(
+                "{name} must be between {low} and {high}, not {value}"
+            )));
+        }
+        if self.recheck_margin.is_nan() || self.recheck_margin < 0.0 {
+            return Err(Error::Params(format!(
+                "recheck_margin must be 0 or more, not {}",
+                self.recheck_margin
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Default for ReadParams {
     fn default() -> Self {
         Self {
@@ -155,7 +194,7 @@ impl Reader {
         context: &str,
         params: &ReadParams,
     ) -> Result<Vec<WindowProbabilities>> {
-        check_params(params)?;
+        params.validate()?;
         batch::token_probabilities(&self.models(), Query { question, context }, params)
     }
 
@@ -168,7 +207,7 @@ impl Reader {
         params: &ReadParams,
         progress: &mut dyn FnMut(usize),
     ) -> Result<Vec<Prediction>> {
-        check_params(params)?;
+        params.validate()?;
         let chunk_size = (params.batch_size * 8).max(64);
         let mut predictions = Vec::with_capacity(queries.len());
         for chunk in queries.chunks(chunk_size) {
@@ -177,23 +216,4 @@ impl Reader {
         }
         Ok(predictions)
     }
-}
-
-fn check_params(params: &ReadParams) -> Result<()> {
-    let positive = [
-        ("max_seq_len", params.max_seq_len),
-        ("max_answer_len", params.max_answer_len),
-        ("top_k", params.top_k),
-        ("batch_size", params.batch_size),
-    ];
-    if let Some((name, _)) = positive.iter().find(|(_, v)| *v == 0) {
-        return Err(Error::Params(format!("{name} must be at least 1")));
-    }
-    if params.recheck_margin.is_nan() || params.recheck_margin < 0.0 {
-        return Err(Error::Params(format!(
-            "recheck_margin must be 0 or more, not {}",
-            params.recheck_margin
-        )));
-    }
-    Ok(())
 }

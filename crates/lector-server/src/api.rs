@@ -29,12 +29,6 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Most answers kept per passage.
-pub const MAX_ANSWERS_PER_PASSAGE: usize = 20;
-
-/// The largest `rank_prior` a request may set (8: the passage at rank 2 already weighs 1/256).
-pub const MAX_RANK_PRIOR: f64 = 8.0;
-
 /// The body of `POST /v1/ask`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,7 +49,7 @@ pub struct AskRequest {
     /// Among near-tied answers, prefer the newest dated document.
     #[serde(default)]
     pub prefer_recent: bool,
-    /// Retrieval-rank prior exponent (0 to [`MAX_RANK_PRIOR`]; see
+    /// Retrieval-rank prior exponent (0 to [`lector_pipeline::MAX_RANK_PRIOR`]; see
     /// [`lector_pipeline::Aggregation::rank_prior`]).
     #[serde(default = "default_rank_prior")]
     pub rank_prior: f64,
@@ -210,6 +204,8 @@ pub struct DocumentIn {
     #[serde(default)]
     pub text: String,
     pub date: Option<String>,
+    /// Filterable fields (an object); `meta`, Haystack's name for it, is taken too.
+    #[serde(alias = "meta")]
     pub metadata: Option<Value>,
     /// A PDF or Word file instead of `text`, read as `lector index add` reads one.
     pub file: Option<FileIn>,
@@ -309,24 +305,10 @@ fn generative_ask(
 
 fn ask_options(request: &AskRequest, search: SearchOptions) -> Result<AskOptions, ApiError> {
     check_k(request.k)?;
-    if !(1..=MAX_ANSWERS_PER_PASSAGE).contains(&request.answers_per_passage) {
-        return Err(ApiError::bad_request(format!(
-            "answers_per_passage must be between 1 and {MAX_ANSWERS_PER_PASSAGE}"
-        )));
-    }
     if !(1..=2).contains(&request.hops) {
         return Err(ApiError::bad_request("hops must be 1 or 2"));
     }
-    if !(0.0..=MAX_RANK_PRIOR).contains(&request.rank_prior) {
-        return Err(ApiError::bad_request(format!(
-            "rank_prior must be between 0 and {MAX_RANK_PRIOR}"
-        )));
-    }
-    // JSON has no NaN, so this comparison covers every value a body can send.
-    if request.ambiguity_odds < 1.0 {
-        return Err(ApiError::bad_request("ambiguity_odds must be at least 1"));
-    }
-    Ok(AskOptions {
+    let options = AskOptions {
         search: Some(search),
         k: request.k,
         vote: request.vote,
@@ -337,7 +319,9 @@ fn ask_options(request: &AskRequest, search: SearchOptions) -> Result<AskOptions
             ..ReadParams::default()
         },
         ambiguity_odds: request.ambiguity_odds,
-    })
+    };
+    options.validate()?;
+    Ok(options)
 }
 
 fn check_k(k: usize) -> Result<(), ApiError> {
@@ -634,6 +618,12 @@ fn checked(
         .is_some_and(|m| !(m.is_object() || m.is_null()))
     {
         Some("`metadata` must be an object")
+    } else if doc
+        .metadata
+        .as_ref()
+        .is_some_and(|m| lector_ingest::nesting_depth(m) > lector_ingest::MAX_METADATA_DEPTH)
+    {
+        Some("`metadata` nests too deep")
     } else {
         None
     };

@@ -913,7 +913,8 @@ fn asks_and_searches_take_a_filter_in_json_or_text() {
     let server = Server::default();
     let docs = json!([
         {"id": "acme-2023", "text": "The Acme support office is in Lisbon.", "metadata": {"product": "a", "year": 2023}},
-        {"id": "acme-2024", "text": "The Acme support office is in Porto.", "metadata": {"product": "b", "year": 2024}}
+        // Haystack's name for the metadata, as the README says the route takes it.
+        {"id": "acme-2024", "text": "The Acme support office is in Porto.", "meta": {"product": "b", "year": 2024}}
     ]);
     let (status, body) = server.post("/v1/documents", &docs.to_string());
     assert_eq!(status, 201, "{body}");
@@ -972,6 +973,17 @@ fn asks_and_searches_take_a_filter_in_json_or_text() {
     assert_eq!(status, 400);
     assert!(
         error(&body).contains("`metadata` must be an object"),
+        "{body}"
+    );
+    let mut deep = json!("leaf");
+    for _ in 0..=lector_ingest::MAX_METADATA_DEPTH {
+        deep = json!({ "a": deep });
+    }
+    let deep_doc = json!({"id": "deep", "text": "Some text.", "metadata": deep});
+    let (status, body) = server.post("/v1/documents", &deep_doc.to_string());
+    assert_eq!(status, 400);
+    assert!(
+        error(&body).contains("`deep`): `metadata` nests too deep"),
         "{body}"
     );
 }

@@ -37,6 +37,8 @@ struct Repo {
     wrong_etag: Vec<String>,
     /// Files whose first transfer stops half-way.
     break_once: Vec<String>,
+    /// Ranged requests are answered 206 with the whole file (`Content-Range: bytes 0-...`).
+    bad_range: bool,
 }
 
 #[derive(Default)]
@@ -190,7 +192,18 @@ fn handle(origin: &str, mut stream: TcpStream, state: &Mutex<State>, cdn: &str) 
         _ => return not_found(&mut stream),
     };
     let Some(repo) = state.repos.get(&repo_name) else {
-        return not_found(&mut stream);
+        // The hub's answer for a repository it does not have (the same as for a private one
+        // without a token): 401 with its error code.
+        let body = br#"{"error":"Repository Not Found"}"#;
+        return respond(
+            &mut stream,
+            "401 Unauthorized",
+            &[
+                ("Content-Length".into(), body.len().to_string()),
+                ("X-Error-Code".into(), "RepoNotFound".into()),
+            ],
+            body,
+        );
     };
     if origin == "hub" && repo.private && auth.as_deref() != Some(&format!("Bearer {TOKEN}")) {
         let body = br#"{"error":"Invalid credentials in Authorization header"}"#;
@@ -250,6 +263,7 @@ fn handle(origin: &str, mut stream: TcpStream, state: &Mutex<State>, cdn: &str) 
         );
     }
     let first_break = repo.break_once.contains(&file) && !state.broken.contains(&file);
+    let bad_range = repo.bad_range;
     let start = range
         .as_deref()
         .and_then(|r| r.strip_prefix("bytes="))
@@ -265,6 +279,16 @@ fn handle(origin: &str, mut stream: TcpStream, state: &Mutex<State>, cdn: &str) 
     }
     drop(state);
     match start {
+        Some(start) if bad_range => {
+            // A server that ignores where the range starts, and says so.
+            headers.push((
+                "Content-Range".into(),
+                format!("bytes 0-{}/{}", bytes.len() - 1, bytes.len()),
+            ));
+            headers.push(("Content-Length".into(), bytes.len().to_string()));
+            let _ = start;
+            respond(&mut stream, "206 Partial Content", &headers, &bytes);
+        }
         Some(start) => {
             headers.push((
                 "Content-Range".into(),
@@ -305,6 +329,7 @@ fn reader_repo(sha: &str) -> Repo {
         private: false,
         wrong_etag: vec![],
         break_once: vec![],
+        bad_range: false,
     }
 }
 
@@ -547,6 +572,7 @@ fn a_checkpoint_with_only_pickle_weights_is_refused_before_any_download() {
         private: false,
         wrong_etag: vec![],
         break_once: vec![],
+        bad_range: false,
     };
     let server = HubServer::start(vec![("lector-test/pickle", repo)]);
     let cache = tempfile::tempdir().unwrap();
@@ -568,5 +594,201 @@ fn a_checkpoint_with_only_pickle_weights_is_refused_before_any_download() {
             .iter()
             .all(|(_, p, _, _)| p.starts_with("/api/")),
         "nothing but the revision was requested"
+    );
+}
+
+fn generator_repo(files: &[(&str, &[u8])]) -> Repo {
+    Repo {
+        sha: SHA_OK.into(),
+        files: files
+            .iter()
+            .map(|(n, b)| (n.to_string(), Arc::new(b.to_vec())))
+            .collect(),
+        private: false,
+        wrong_etag: vec![],
+        break_once: vec![],
+        bad_range: false,
+    }
+}
+
+#[test]
+fn a_file_name_from_the_hub_that_leaves_the_snapshot_is_refused_before_any_download() {
+    for name in ["../../../evil.gguf", "/tmp/lector-evil.gguf"] {
+        let server = HubServer::start(vec![(
+            "lector-test/gguf",
+            generator_repo(&[(name, b"GGUF written outside the cache")]),
+        )]);
+        let cache = tempfile::tempdir().unwrap();
+        let out = pull(
+            &server,
+            cache.path(),
+            &["generator", "lector-test/gguf"],
+            &[],
+        );
+        let (_, err) = text(&out);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("not a plain relative path inside the snapshot"),
+            "{err}"
+        );
+        assert!(
+            server
+                .log()
+                .iter()
+                .all(|(_, p, _, _)| p.starts_with("/api/")),
+            "nothing but the revision was requested: {:?}",
+            server.log()
+        );
+        assert!(!cache.path().join("evil.gguf").exists());
+        assert!(!Path::new("/tmp/lector-evil.gguf").exists());
+    }
+}
+
+#[test]
+fn a_missing_repository_is_named_as_the_hub_says_and_leaves_no_cache_folder() {
+    let server = HubServer::start(vec![]);
+    let cache = tempfile::tempdir().unwrap();
+    for env in [&[][..], &[("HF_TOKEN", TOKEN)][..]] {
+        let out = pull(
+            &server,
+            cache.path(),
+            &["reader", "lector-test/absent"],
+            env,
+        );
+        let (_, err) = text(&out);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("RepoNotFound") && err.contains("no repository lector-test/absent"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("private or gated") && !err.contains("sent and refused"),
+            "{err}"
+        );
+        assert!(!err.contains(TOKEN));
+        assert!(
+            !cache.path().join("hub/lector-test--absent").exists(),
+            "a failed pull left its folder"
+        );
+    }
+}
+
+#[test]
+fn a_branch_is_pulled_again_when_it_moved_and_a_commit_never_is() {
+    const SHA_NEXT: &str = "2222222222222222222222222222222222222222";
+    let server = HubServer::start(vec![("lector-test/moving", reader_repo(SHA_OK))]);
+    let cache = tempfile::tempdir().unwrap();
+    let repo_dir = cache.path().join("hub/lector-test--moving");
+    let pulled = |args: &[&str]| {
+        let out = pull(&server, cache.path(), args, &[]);
+        let (stdout, err) = text(&out);
+        assert!(out.status.success(), "{err}");
+        stdout
+    };
+    pulled(&["reader", "lector-test/moving"]);
+    assert_eq!(
+        std::fs::read_to_string(repo_dir.join("refs/main")).unwrap(),
+        SHA_OK
+    );
+
+    // `main` moves on the hub: the next pull asks, and fetches the new commit.
+    server
+        .state
+        .lock()
+        .unwrap()
+        .repos
+        .get_mut("lector-test/moving")
+        .unwrap()
+        .sha = SHA_NEXT.into();
+    let stdout = pulled(&["reader", "lector-test/moving"]);
+    let next = repo_dir.join("snapshots").join(SHA_NEXT);
+    assert!(stdout.contains(&next.display().to_string()), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(repo_dir.join("refs/main")).unwrap(),
+        SHA_NEXT
+    );
+    assert!(next.join("model.safetensors").is_file());
+    let leftovers: Vec<_> = std::fs::read_dir(repo_dir.join("refs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["main"], "the ref is written through a rename");
+
+    // Unmoved, it asks for the revision only; a commit is not asked for at all.
+    let requests = server.log().len();
+    pulled(&["reader", "lector-test/moving"]);
+    let log = server.log();
+    assert!(
+        log[requests..]
+            .iter()
+            .all(|(_, p, _, _)| p.starts_with("/api/")),
+        "{log:?}"
+    );
+    let requests = log.len();
+    pulled(&["reader", &format!("lector-test/moving@{SHA_OK}")]);
+    assert_eq!(server.log().len(), requests);
+}
+
+#[test]
+fn a_pull_for_another_role_fetches_the_files_that_role_needs() {
+    let mut repo = reader_repo(SHA_OK);
+    repo.files.insert(
+        "1_Pooling/config.json".into(),
+        Arc::new(br#"{"pooling_mode_mean_tokens": true}"#.to_vec()),
+    );
+    let server = HubServer::start(vec![("lector-test/both", repo)]);
+    let cache = tempfile::tempdir().unwrap();
+    let snapshot = cache
+        .path()
+        .join("hub/lector-test--both/snapshots")
+        .join(SHA_OK);
+    let out = pull(&server, cache.path(), &["reader", "lector-test/both"], &[]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert!(!snapshot.join("1_Pooling/config.json").exists());
+
+    let requests = server.log().len();
+    let out = pull(
+        &server,
+        cache.path(),
+        &["embedder", "lector-test/both"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert!(snapshot.join("1_Pooling/config.json").is_file());
+    let fetched: Vec<String> = server.log()[requests..]
+        .iter()
+        .filter(|(_, p, _, _)| !p.starts_with("/api/"))
+        .map(|(_, p, _, _)| p.clone())
+        .collect();
+    assert_eq!(
+        fetched,
+        [format!(
+            "/lector-test/both/resolve/{SHA_OK}/1_Pooling/config.json"
+        )],
+        "only the embedder's own file"
+    );
+}
+
+#[test]
+fn a_resumed_reply_that_starts_elsewhere_is_not_appended() {
+    let mut repo = reader_repo(SHA_OK);
+    repo.break_once = vec!["tokenizer.json".into()];
+    repo.bad_range = true;
+    let server = HubServer::start(vec![("lector-test/ranges", repo)]);
+    let cache = tempfile::tempdir().unwrap();
+    let out = pull(
+        &server,
+        cache.path(),
+        &["reader", "lector-test/ranges"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out).1);
+    let snapshot = cache
+        .path()
+        .join("hub/lector-test--ranges/snapshots")
+        .join(SHA_OK);
+    assert_eq!(
+        std::fs::read(snapshot.join("tokenizer.json")).unwrap(),
+        std::fs::read(shipped_reader().join("tokenizer.json")).unwrap()
     );
 }

@@ -32,6 +32,18 @@ pub enum Role {
 }
 
 impl Role {
+    const ALL: [Role; 4] = [
+        Role::Reader,
+        Role::Embedder,
+        Role::Reranker,
+        Role::Generator,
+    ];
+
+    /// The role named `name` (`reader`, `embedder`, `reranker`, `generator`).
+    pub fn from_name(name: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|role| role.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Role::Reader => "reader",
@@ -148,12 +160,13 @@ impl Hub {
     }
 }
 
-/// The cached snapshot of `org/name[@revision]` (revision `main` when absent), if a pull
-/// completed it; `None` for anything else (not a repository spec, not cached).
-pub fn cached_snapshot(repo_and_revision: &str) -> Option<PathBuf> {
+/// The cached snapshot of `org/name[@revision]` (revision `main` when absent), if a pull for
+/// `role` completed it (a reader's pull lacks an embedder's pooling files); `None` for anything
+/// else (not a repository spec, not cached, pulled for another role).
+pub fn cached_snapshot(repo_and_revision: &str, role: Role) -> Option<PathBuf> {
     let spec = RepoRef::parse(repo_and_revision).ok()?;
     let dir = spec.cache_dir().ok()?;
-    snapshot_in(&dir, &spec.revision)
+    snapshot_in(&dir, &sha_of(&dir, &spec.revision)?, role)
 }
 
 /// `ORG/NAME@COMMIT` when `dir` is a snapshot folder of the hub cache
@@ -172,7 +185,12 @@ fn is_commit(rev: &str) -> bool {
     rev.len() == 40 && rev.chars().all(|c| c.is_ascii_hexdigit())
 }
 
-fn snapshot_in(repo_dir: &Path, revision: &str) -> Option<PathBuf> {
+/// Written into a snapshot once every file of a pull is verified (not a hub file): the roles
+/// pulled into it, one per line.
+const COMPLETE_MARKER: &str = ".lector-complete";
+
+/// The commit `revision` names: itself when it is one, else what `refs/<revision>` holds.
+fn sha_of(repo_dir: &Path, revision: &str) -> Option<String> {
     let sha = if is_commit(revision) {
         revision.to_ascii_lowercase()
     } else {
@@ -181,15 +199,50 @@ fn snapshot_in(repo_dir: &Path, revision: &str) -> Option<PathBuf> {
             .trim()
             .to_string()
     };
-    if !is_commit(&sha) {
-        return None;
-    }
-    let snapshot = repo_dir.join("snapshots").join(&sha);
-    snapshot.join(COMPLETE_MARKER).is_file().then_some(snapshot)
+    is_commit(&sha).then_some(sha)
 }
 
-/// Written into a snapshot once every file in it is verified (not a hub file).
-const COMPLETE_MARKER: &str = ".lector-complete";
+/// The snapshot of commit `sha` when a pull for `role` completed it.
+fn snapshot_in(repo_dir: &Path, sha: &str, role: Role) -> Option<PathBuf> {
+    let snapshot = repo_dir.join("snapshots").join(sha);
+    completed_roles(&snapshot)?
+        .contains(&role)
+        .then_some(snapshot)
+}
+
+/// The roles whose pulls completed `snapshot` (one name per line of its marker; an empty marker,
+/// written before roles were recorded, stands for every role but the embedder, whose pooling
+/// files older pulls did not fetch for other roles); `None` when no pull completed it.
+fn completed_roles(snapshot: &Path) -> Option<Vec<Role>> {
+    let marker = std::fs::read_to_string(snapshot.join(COMPLETE_MARKER)).ok()?;
+    if marker.trim().is_empty() {
+        return Some(vec![Role::Reader, Role::Reranker, Role::Generator]);
+    }
+    Some(marker.lines().filter_map(Role::from_name).collect())
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so a reader sees the old
+/// content or the new, never a part.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&temporary, bytes).map_err(io_err(&temporary))?;
+    std::fs::rename(&temporary, path).map_err(io_err(path))
+}
+
+/// Whether a file name the hub lists is a plain relative path (`1_Pooling/config.json`): no
+/// `..`, no root, no empty or `.` part, no backslash or control character. Anything else could
+/// put a download outside its snapshot.
+fn is_plain_relative(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 1024
+        && !name
+            .chars()
+            .any(|c| c.is_control() || c == '\\' || c == ':')
+        && name
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+}
 
 /// What the hub says about a revision.
 #[derive(Debug, serde::Deserialize)]
@@ -215,8 +268,15 @@ pub fn pull(
     progress: Progress<'_>,
 ) -> Result<PathBuf> {
     let repo_dir = spec.cache_dir()?;
-    if let Some(snapshot) = snapshot_in(&repo_dir, &spec.revision) {
-        return Ok(snapshot);
+    let cached = sha_of(&repo_dir, &spec.revision)
+        .and_then(|sha| snapshot_in(&repo_dir, &sha, role))
+        .filter(|snapshot| gguf_file.is_none_or(|file| snapshot.join(file).is_file()));
+    if let Some(snapshot) = &cached {
+        // A commit never changes; a branch or tag is asked again, unless the hub is not to be
+        // (or cannot be) reached.
+        if is_commit(&spec.revision) || hub.offline {
+            return Ok(snapshot.clone());
+        }
     }
     if hub.offline {
         return Err(Error::Fetch(format!(
@@ -224,7 +284,26 @@ pub fn pull(
             repo_dir.display()
         )));
     }
+    let existed = repo_dir.exists();
     std::fs::create_dir_all(&repo_dir).map_err(io_err(&repo_dir))?;
+    let pulled = pull_locked(hub, spec, role, gguf_file, &repo_dir, cached, progress);
+    if pulled.is_err() && !existed {
+        // Nothing worth keeping (a partial download is kept for the next try to resume).
+        remove_empty_dirs(&repo_dir);
+    }
+    pulled
+}
+
+/// The rest of [`pull`], under the repository's lock.
+fn pull_locked(
+    hub: &Hub,
+    spec: &RepoRef,
+    role: Role,
+    gguf_file: Option<&str>,
+    repo_dir: &Path,
+    cached: Option<PathBuf>,
+    progress: Progress<'_>,
+) -> Result<PathBuf> {
     let lock_path = repo_dir.join(".lock");
     let lock = std::fs::OpenOptions::new()
         .create(true)
@@ -233,12 +312,14 @@ pub fn pull(
         .open(&lock_path)
         .map_err(io_err(&lock_path))?;
     lock.lock().map_err(io_err(&lock_path))?;
-    // Another pull may have completed it while this one waited.
-    if let Some(snapshot) = snapshot_in(&repo_dir, &spec.revision) {
-        return Ok(snapshot);
-    }
     let client = Client::new(hub);
-    let info = client.revision(spec)?;
+    let info = match client.revision(spec) {
+        Ok(info) => info,
+        // The cached snapshot of a branch serves while the hub is unreachable, as Hugging Face's
+        // own client does; a refusal (HTTP status) is reported.
+        Err(Failed::Unreached(_)) if cached.is_some() => return Ok(cached.expect("checked")),
+        Err(Failed::Unreached(err) | Failed::Answered(err)) => return Err(err),
+    };
     if !is_commit(&info.sha) {
         return Err(Error::Fetch(format!(
             "{spec}: the hub answered an invalid commit {:?}",
@@ -246,29 +327,62 @@ pub fn pull(
         )));
     }
     let sha = info.sha.to_ascii_lowercase();
-    let files: Vec<&str> = info.siblings.iter().map(|s| s.rfilename.as_str()).collect();
-    let wanted = select_files(spec, role, &files, gguf_file)?;
     let snapshot = repo_dir.join("snapshots").join(&sha);
-    std::fs::create_dir_all(&snapshot).map_err(io_err(&snapshot))?;
-    for file in &wanted {
-        client.download(spec, &sha, file, &snapshot.join(file), progress)?;
-        if *file == "config.json" && role != Role::Generator {
-            check_model_type(spec, &snapshot.join(file))?;
+    // Another pull may have completed it while this one waited, or the branch has not moved.
+    let done = snapshot_in(repo_dir, &sha, role)
+        .filter(|snapshot| gguf_file.is_none_or(|file| snapshot.join(file).is_file()));
+    if done.is_none() {
+        let files: Vec<&str> = info.siblings.iter().map(|s| s.rfilename.as_str()).collect();
+        let wanted = select_files(spec, role, &files, gguf_file)?;
+        if let Some(bad) = wanted.iter().find(|file| !is_plain_relative(file)) {
+            return Err(Error::Fetch(format!(
+                "{spec}: the hub lists the file {bad:?}, which is not a plain relative path inside the snapshot; refused"
+            )));
         }
+        std::fs::create_dir_all(&snapshot).map_err(io_err(&snapshot))?;
+        let roles = completed_roles(&snapshot).unwrap_or_default();
+        for file in &wanted {
+            let target = snapshot.join(file);
+            // Files of a completed pull for another role were verified then.
+            if roles.is_empty() || !target.is_file() {
+                client.download(spec, &sha, file, &target, progress)?;
+            }
+            if *file == "config.json" && role != Role::Generator {
+                check_model_type(spec, &target)?;
+            }
+        }
+        let mut names: Vec<&str> = roles.iter().map(|r| r.name()).collect();
+        names.push(role.name());
+        write_atomically(&snapshot.join(COMPLETE_MARKER), names.join("\n").as_bytes())?;
     }
-    let marker = snapshot.join(COMPLETE_MARKER);
-    std::fs::write(&marker, b"").map_err(io_err(&marker))?;
-    let refs = repo_dir.join("refs");
-    std::fs::create_dir_all(&refs).map_err(io_err(&refs))?;
     if !is_commit(&spec.revision) {
-        let reference = refs.join(&spec.revision);
+        let reference = repo_dir.join("refs").join(&spec.revision);
         if let Some(parent) = reference.parent() {
             std::fs::create_dir_all(parent).map_err(io_err(parent))?;
         }
-        std::fs::write(&reference, &sha).map_err(io_err(&reference))?;
+        write_atomically(&reference, sha.as_bytes())?;
     }
     drop(lock);
     Ok(snapshot)
+}
+
+/// Removes `dir` and the folders under it that hold no file (the lock file aside), deepest
+/// first; keeps any folder with a file in it.
+fn remove_empty_dirs(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_empty_dirs(&entry.path());
+        }
+    }
+    let only_lock = std::fs::read_dir(dir)
+        .is_ok_and(|mut entries| entries.all(|e| e.is_ok_and(|e| e.file_name() == ".lock")));
+    if only_lock {
+        let _ = std::fs::remove_file(dir.join(".lock"));
+        let _ = std::fs::remove_dir(dir);
+    }
 }
 
 /// The files to fetch, or why lector cannot run this checkpoint.
@@ -384,6 +498,13 @@ struct Expected {
     size: Option<u64>,
 }
 
+/// Why the hub's answer is missing: it could not be reached (a cached snapshot may serve), or
+/// it answered with a refusal or nonsense (reported).
+enum Failed {
+    Unreached(Error),
+    Answered(Error),
+}
+
 enum Attempt {
     Done,
     /// The connection broke; what was read is kept in the .incomplete file.
@@ -401,13 +522,15 @@ impl<'h> Client<'h> {
         Self { hub, agent }
     }
 
-    fn host_of(url: &str) -> Option<String> {
-        let rest = url.split_once("://")?.1;
+    /// `scheme://host[:port]`, lowercase: where a token may go is decided by the whole origin,
+    /// so a token for `https://hub` never goes to `http://hub`.
+    fn origin_of(url: &str) -> Option<String> {
+        let (scheme, rest) = url.split_once("://")?;
         let authority = rest.split(['/', '?', '#']).next()?;
-        Some(authority.to_ascii_lowercase())
+        Some(format!("{scheme}://{authority}").to_ascii_lowercase())
     }
 
-    /// A GET to `url`, with the token only when `url` is on the hub's own host.
+    /// A GET to `url`, with the token only when `url` is on the hub's own origin.
     fn get(
         &self,
         url: &str,
@@ -415,7 +538,7 @@ impl<'h> Client<'h> {
     ) -> std::result::Result<ureq::Response, Box<ureq::Error>> {
         let mut request = self.agent.get(url);
         if let Some(token) = &self.hub.token {
-            if Self::host_of(url) == Self::host_of(&self.hub.endpoint) {
+            if Self::origin_of(url) == Self::origin_of(&self.hub.endpoint) {
                 request = request.set("Authorization", &format!("Bearer {token}"));
             }
         }
@@ -425,29 +548,55 @@ impl<'h> Client<'h> {
         request.call().map_err(Box::new)
     }
 
-    fn status_error(&self, spec: &RepoRef, what: &str, code: u16) -> Error {
-        let hint = match (code, self.hub.token.is_some()) {
-            (401 | 403, false) => {
-                " (the repository is private or gated: set HF_TOKEN to an access token)"
+    /// An HTTP refusal, in the hub's own words when it gave them (`X-Error-Code`: the hub
+    /// answers 401 `RepoNotFound` for a repository that does not exist as for a private one).
+    fn status_error(&self, spec: &RepoRef, what: &str, response: &ureq::Response) -> Error {
+        let code = response.status();
+        let said = response.header("X-Error-Code").unwrap_or("").trim();
+        let token = self.hub.token.is_some();
+        let hint = match (said, code, token) {
+            ("RepoNotFound", _, false) => format!(
+                " (the hub says RepoNotFound: no repository {}, or a private one: then set HF_TOKEN)",
+                spec.repo
+            ),
+            ("RepoNotFound", _, true) => format!(
+                " (the hub says RepoNotFound: no repository {}, or HF_TOKEN has no access to it)",
+                spec.repo
+            ),
+            ("RevisionNotFound", _, _) => format!(
+                " (the hub says RevisionNotFound: {} has no revision {:?})",
+                spec.repo, spec.revision
+            ),
+            ("EntryNotFound", _, _) => " (the hub says EntryNotFound: no such file)".to_string(),
+            ("GatedRepo", _, _) => {
+                " (the hub says GatedRepo: accept the repository's terms on the hub, then set HF_TOKEN)"
+                    .to_string()
             }
-            (401 | 403, true) => " (HF_TOKEN was sent and refused: check it has access)",
-            (404, _) => " (no such repository, revision or file)",
-            _ => "",
+            (_, 401 | 403, false) => {
+                " (the repository is private or gated: set HF_TOKEN to an access token)".to_string()
+            }
+            (_, 401 | 403, true) => {
+                " (HF_TOKEN was sent and refused: check it has access)".to_string()
+            }
+            (_, 404, _) => " (no such repository, revision or file)".to_string(),
+            _ => String::new(),
         };
         Error::Fetch(format!("{spec}: {what}: HTTP {code}{hint}"))
     }
 
-    fn transport_error(&self, spec: &RepoRef, what: &str, e: Box<ureq::Error>) -> Error {
+    fn transport_error(&self, spec: &RepoRef, what: &str, e: Box<ureq::Error>) -> Failed {
         match *e {
-            ureq::Error::Status(code, _) => self.status_error(spec, what, code),
-            ureq::Error::Transport(t) => Error::Fetch(format!(
+            ureq::Error::Status(_, response) => {
+                Failed::Answered(self.status_error(spec, what, &response))
+            }
+            ureq::Error::Transport(t) => Failed::Unreached(Error::Fetch(format!(
                 "{spec}: {what}: cannot reach {}: {t}",
                 self.hub.endpoint
-            )),
+            ))),
         }
     }
 
-    fn revision(&self, spec: &RepoRef) -> Result<RevisionInfo> {
+    fn revision(&self, spec: &RepoRef) -> std::result::Result<RevisionInfo, Failed> {
         let url = format!(
             "{}/api/models/{}/revision/{}",
             self.hub.endpoint,
@@ -459,13 +608,14 @@ impl<'h> Client<'h> {
             .get(&url, 0)
             .map_err(|e| self.transport_error(spec, what, e))?;
         if response.status() != 200 {
-            return Err(self.status_error(spec, what, response.status()));
+            return Err(Failed::Answered(self.status_error(spec, what, &response)));
         }
+        let answered = |message: String| Failed::Answered(Error::Fetch(message));
         let body = response
             .into_string()
-            .map_err(|e| Error::Fetch(format!("{spec}: {what}: {e}")))?;
+            .map_err(|e| answered(format!("{spec}: {what}: {e}")))?;
         serde_json::from_str(&body)
-            .map_err(|e| Error::Fetch(format!("{spec}: {what}: unexpected answer: {e}")))
+            .map_err(|e| answered(format!("{spec}: {what}: unexpected answer: {e}")))
     }
 
     /// Fetches `file` of commit `sha` to `target`, verified; resumes a broken transfer.
@@ -521,8 +671,8 @@ impl<'h> Client<'h> {
                     std::fs::remove_file(partial).map_err(io_err(partial))?;
                     return Ok((Attempt::Broken("range not satisfiable".into()), expected));
                 }
-                Err(ureq::Error::Status(code, _)) => {
-                    return Err(self.status_error(spec, file, code));
+                Err(ureq::Error::Status(_, response)) => {
+                    return Err(self.status_error(spec, file, &response));
                 }
                 Err(ureq::Error::Transport(t)) => {
                     return Ok((Attempt::Broken(t.to_string()), expected));
@@ -550,7 +700,18 @@ impl<'h> Client<'h> {
         };
         let resumed = response.status() == 206 && have > 0;
         if response.status() != 200 && !resumed {
-            return Err(self.status_error(spec, file, response.status()));
+            return Err(self.status_error(spec, file, &response));
+        }
+        if resumed && range_start(&response) != Some(have) {
+            // Bytes from elsewhere in the file would be appended as if they followed: start over.
+            std::fs::remove_file(partial).map_err(io_err(partial))?;
+            let range = response.header("Content-Range").unwrap_or("none");
+            return Ok((
+                Attempt::Broken(format!(
+                    "asked for bytes from {have}, the reply's Content-Range is {range:?}"
+                )),
+                expected,
+            ));
         }
         let length: Option<u64> = response
             .header("Content-Length")
@@ -658,6 +819,13 @@ fn record_expected(response: &ureq::Response, expected: &mut Expected) {
             .header("Content-Length")
             .and_then(|v| v.trim().parse().ok());
     }
+}
+
+/// The first byte of a 206 reply's `Content-Range: bytes FIRST-LAST/TOTAL`.
+fn range_start(response: &ureq::Response) -> Option<u64> {
+    let range = response.header("Content-Range")?.trim();
+    let (first, _) = range.strip_prefix("bytes ")?.split_once('-')?;
+    first.trim().parse().ok()
 }
 
 fn resolve_location(base: &str, location: &str) -> String {
@@ -791,6 +959,34 @@ mod tests {
             resolve_location("http://h:1/a", "https://cdn/z"),
             "https://cdn/z"
         );
-        assert_eq!(Client::host_of("http://H:1/a"), Some("h:1".into()));
+        assert_eq!(
+            Client::origin_of("http://H:1/a?b"),
+            Some("http://h:1".into())
+        );
+        // The token's origin is the scheme too: https://hub's token never goes to http://hub.
+        assert_ne!(
+            Client::origin_of("http://hub/x"),
+            Client::origin_of("https://hub/x")
+        );
+    }
+
+    #[test]
+    fn only_plain_relative_names_may_be_downloaded() {
+        for good in ["model.gguf", "1_Pooling/config.json", "a/b.c/d..gguf"] {
+            assert!(is_plain_relative(good), "{good}");
+        }
+        for bad in [
+            "../evil.gguf",
+            "a/../../evil.gguf",
+            "/etc/evil.gguf",
+            "a//b.gguf",
+            "./a.gguf",
+            "a\\..\\b.gguf",
+            "C:evil.gguf",
+            "",
+            "a\nb.gguf",
+        ] {
+            assert!(!is_plain_relative(bad), "{bad:?}");
+        }
     }
 }

@@ -81,10 +81,10 @@ pub fn cache_root() -> Result<PathBuf> {
 /// (walking up from it) or in the source tree this binary was built from.
 pub fn resolve_reader(explicit: Option<&Path>) -> Result<PathBuf> {
     if let Some(dir) = explicit {
-        return model_dir(dir, "reader");
+        return model_dir(dir, crate::hub::Role::Reader);
     }
     if let Some(dir) = std::env::var_os("LECTOR_READER") {
-        return model_dir(Path::new(&dir), "reader");
+        return model_dir(Path::new(&dir), crate::hub::Role::Reader);
     }
     shipped_reader().ok_or_else(|| Error::MissingFile {
         path: PathBuf::from("models").join(READER_NAME),
@@ -97,14 +97,14 @@ pub fn resolve_reader(explicit: Option<&Path>) -> Result<PathBuf> {
 /// it names a hub repository `ORG/NAME[@REVISION]`, that repository's snapshot pulled by `lector
 /// models pull` (never fetched here: loading a model does not reach the network). Anything else
 /// is returned as given, for the loader to report as missing.
-pub fn model_dir(spec: &Path, role: &str) -> Result<PathBuf> {
+pub fn model_dir(spec: &Path, role: crate::hub::Role) -> Result<PathBuf> {
     let repo = spec
         .to_str()
         .filter(|s| crate::hub::RepoRef::parse(s).is_ok());
     match repo {
-        Some(repo) if !spec.is_dir() => crate::hub::cached_snapshot(repo).ok_or_else(|| {
+        Some(repo) if !spec.is_dir() => crate::hub::cached_snapshot(repo, role).ok_or_else(|| {
             Error::Fetch(format!(
-                "{repo} is neither a folder nor a pulled hub repository: run `lector models pull {role} {repo}` first"
+                "{repo} is neither a folder nor a pulled hub repository: run `lector models pull {} {repo}` first", role.name()
             ))
         }),
         _ => Ok(spec.to_path_buf()),

@@ -139,7 +139,8 @@ impl RerankConfig {
             message: e.to_string(),
         };
         let dir =
-            lector_models::registry::model_dir(&self.model, "reranker").map_err(model_error)?;
+            lector_models::registry::model_dir(&self.model, lector_models::hub::Role::Reranker)
+                .map_err(model_error)?;
         let model = CrossEncoder::load(&dir).map_err(model_error)?;
         Ok(Reranker(model))
     }
@@ -295,7 +296,7 @@ pub fn load_embedder(explicit: Option<&Path>, notify: &dyn Fn(&str)) -> Result<I
     };
     let (model, dir) = match explicit {
         Some(spec) => {
-            let dir = lector_models::registry::model_dir(spec, "embedder")
+            let dir = lector_models::registry::model_dir(spec, lector_models::hub::Role::Embedder)
                 .map_err(|e| model_error(spec, e))?;
             (reader_name(&dir), dir)
         }

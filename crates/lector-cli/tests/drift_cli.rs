@@ -104,6 +104,7 @@ fn feedback(day: u32) -> Entry {
         verdict: Verdict::Down,
         correct_answer: None,
         note: None,
+        tenant: None,
     })
 }
 

@@ -388,8 +388,10 @@ impl Index {
                 at = (at.0 + 1, 0);
             }
         }
+        // The next document that passes: a cursor (or its absence) says nothing of documents
+        // the filter hides, such as another tenant's after one's own last.
         let next = self
-            .next_live(&order, at)
+            .next_passing(&order, at, filter)
             .map(|(i, position)| DocumentCursor {
                 segment: self.manifest.segments[order[i]].file.clone(),
                 position,
@@ -455,11 +457,19 @@ impl Index {
     }
 
     /// The first live document at or after `at`.
-    fn next_live(&self, order: &[usize], mut at: (usize, u32)) -> Option<(usize, u32)> {
+    fn next_passing(
+        &self,
+        order: &[usize],
+        mut at: (usize, u32),
+        filter: Option<&Filter>,
+    ) -> Option<(usize, u32)> {
         while at.0 < order.len() {
-            let live = &self.segments[order[at.0]];
+            let s = order[at.0];
+            let live = &self.segments[s];
             let count = live.segment.docs.len() as u32;
-            if let Some(p) = (at.1..count).find(|&p| !live.deleted[p as usize]) {
+            let passing =
+                |p: &u32| !live.deleted[*p as usize] && self.passes(s, *p as usize, filter);
+            if let Some(p) = (at.1..count).find(passing) {
                 return Some((at.0, p));
             }
             at = (at.0 + 1, 0);

@@ -139,6 +139,17 @@ pub struct FeedbackRecord {
     pub correct_answer: Option<String>,
     /// A free-text note (redacted like questions).
     pub note: Option<String>,
+    /// The tenant of the key that sent it: it counts only for that tenant's ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+impl FeedbackRecord {
+    /// Whether this feedback may judge `ask`: the same request id, sent by a key of the ask's
+    /// tenant (another tenant cannot vote on an ask it never saw).
+    pub fn judges(&self, ask: &AskRecord) -> bool {
+        self.request_id == ask.request_id && self.tenant == ask.settings.tenant
+    }
 }
 
 /// Thumbs up or down.

@@ -296,6 +296,7 @@ mod tests {
 
     fn feedback(i: usize) -> Entry {
         Entry::Feedback(FeedbackRecord {
+            tenant: None,
             time: time::format(SystemTime::now()),
             request_id: format!("{i:016x}"),
             verdict: Verdict::Up,

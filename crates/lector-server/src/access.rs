@@ -125,7 +125,18 @@ pub async fn authorize(
     if !state.config.authenticates() || is_public(request.uri().path()) {
         return next.run(request).await;
     }
-    let found = bearer(request.headers()).and_then(|given| state.config.principal(given));
+    let found = match bearer(request.headers()).map(|given| state.config.principal(given)) {
+        Some(Err(crate::keys::KeysUnavailable)) => {
+            // Fail closed: the reason (which names the file) is in the server's log.
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server's key file cannot be used: no key is accepted until it is fixed",
+            )
+            .into_response_for(request.uri().path());
+        }
+        Some(Ok(found)) => found,
+        None => None,
+    };
     if let Some(principal) = found {
         if let Err(message) = required(&principal, request.method(), request.uri().path()) {
             return ApiError::new(StatusCode::FORBIDDEN, message)

@@ -776,9 +776,15 @@ pub async fn list_documents(
         )));
     }
     let from = match cursor.as_deref() {
-        Some(text) => Some(DocumentCursor::decode(text).ok_or_else(|| {
-            ApiError::bad_request("`cursor` is not a cursor this server gave (`next_cursor`)")
-        })?),
+        Some(text) => Some(
+            crate::cursor::open(text)
+                .and_then(|place| DocumentCursor::decode(&place))
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "`cursor` is not a cursor this server gave (`next_cursor`)",
+                    )
+                })?,
+        ),
         None => None,
     };
     let shared = state.clone();
@@ -789,13 +795,21 @@ pub async fn list_documents(
             let index = embedded(&pipeline)?;
             let page = index.documents_page(from.as_ref(), offset, limit, tenant.as_ref());
             let documents: Vec<Value> = page.documents.iter().map(listed).collect();
+            // Sealed: the place it names counts every tenant's documents (see `cursor`).
+            let next = page
+                .next
+                .map(|c| {
+                    crate::cursor::seal(&c.encode())
+                        .ok_or_else(|| ApiError::internal("no random source to seal the cursor"))
+                })
+                .transpose()?;
             let body = json!({
                 "total": index.count(tenant.as_ref()),
                 "offset": offset,
                 "limit": limit,
                 "generation": index.generation(),
                 "documents": documents,
-                "next_cursor": page.next.map(|c| c.encode()),
+                "next_cursor": next,
             });
             Ok(tenant_view(body, tenant.is_some()))
         })

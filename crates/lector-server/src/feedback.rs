@@ -44,6 +44,12 @@ pub async fn feedback(
             "feedback is off: the server keeps no query log (start it with --log-queries DIR)",
         ));
     }
+    // Bound to the sender's tenant: it counts only for an ask of that tenant, so another
+    // tenant's request id takes the vote (202, as for any id) and it changes nothing of theirs.
+    let tenant = request
+        .extensions()
+        .get::<crate::keys::Principal>()
+        .and_then(|p| p.tenant.clone());
     let (admission, body) = state
         .gate
         .admit_and_read(request, MAX_FEEDBACK_BYTES)
@@ -65,6 +71,7 @@ pub async fn feedback(
             verdict: feedback.verdict,
             correct_answer: mask(feedback.correct_answer),
             note: mask(feedback.note),
+            tenant,
         })
     });
     Ok((StatusCode::ACCEPTED, Json(response)))

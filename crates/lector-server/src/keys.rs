@@ -24,7 +24,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 use subtle::ConstantTimeEq;
 
 /// What a key may do.
@@ -125,13 +125,36 @@ struct Entry {
 }
 
 struct Loaded {
-    /// Modification time and length of the file read, to notice a new version.
-    stamp: Option<(SystemTime, u64)>,
-    entries: Vec<Entry>,
+    /// What `stat` said of the file read, to notice a new version at once.
+    stamp: Option<Stamp>,
+    /// The SHA-256 of the bytes read: a change the stamp misses (same size, within the clock's
+    /// granularity, times set back) is noticed by reading again every [`RECHECK`].
+    content: [u8; 32],
+    checked: Instant,
+    /// The keys in force; `Err` (every request refused) while the file cannot be read or is
+    /// invalid, with the reason, which goes to the server's log once.
+    entries: Result<Vec<Entry>, String>,
 }
 
-/// The key file, re-read when its modification time or length changes. A new version that
-/// cannot be read is reported and the keys read before stay in force.
+/// How often the key file is read again though `stat` says nothing changed.
+const RECHECK: Duration = Duration::from_secs(2);
+
+/// What the file's metadata says: modification and change times, length and inode (a file
+/// replaced through a rename has a new inode; the change time cannot be set back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    modified: Option<SystemTime>,
+    changed: (i64, i64),
+    len: u64,
+    inode: u64,
+}
+
+/// The key file cannot be used: every request is refused until it can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeysUnavailable;
+
+/// The key file, re-read when it changes. When it is deleted, cannot be read or is invalid,
+/// every key is refused (fail closed) until a valid version is back; the reason is logged.
 pub struct KeyFile {
     path: PathBuf,
     loaded: RwLock<Loaded>,
@@ -147,58 +170,106 @@ impl KeyFile {
     /// Reads the key file; errors name the file and what is wrong in it.
     pub fn open(path: &Path) -> Result<Self, Error> {
         let stamp = stamp(path);
-        let entries = read_entries(path)?;
+        let bytes = read_bytes(path)?;
+        let entries = parse_entries(path, &bytes)?;
         Ok(KeyFile {
             path: path.to_path_buf(),
-            loaded: RwLock::new(Loaded { stamp, entries }),
+            loaded: RwLock::new(Loaded {
+                stamp,
+                content: sha256_bytes(&bytes),
+                checked: Instant::now(),
+                entries: Ok(entries),
+            }),
         })
     }
 
-    /// The principal whose key is `given`, reading the file again first if it changed.
-    pub fn principal(&self, given: &str) -> Option<Principal> {
+    /// The principal whose key is `given` (`None`: no such key), reading the file again first
+    /// if it changed; `Err` while the file cannot be used.
+    pub fn principal(&self, given: &str) -> Result<Option<Principal>, KeysUnavailable> {
         self.reload_if_changed();
         let digest = sha256(given);
         let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
+        let entries = loaded.entries.as_ref().map_err(|_| KeysUnavailable)?;
         // Every entry is compared, so the time taken does not say which one matched.
         let mut found = None;
-        for entry in &loaded.entries {
+        for entry in entries {
             if bool::from(entry.digest.ct_eq(&digest)) {
                 found = Some(entry.principal.clone());
             }
         }
-        found
+        Ok(found)
     }
 
     fn reload_if_changed(&self) {
         let now = stamp(&self.path);
-        if now == self.loaded.read().unwrap_or_else(|e| e.into_inner()).stamp {
-            return;
+        {
+            let loaded = self.loaded.read().unwrap_or_else(|e| e.into_inner());
+            if now.is_some() && now == loaded.stamp && loaded.checked.elapsed() < RECHECK {
+                return;
+            }
         }
         let mut loaded = self.loaded.write().unwrap_or_else(|e| e.into_inner());
-        match read_entries(&self.path) {
+        loaded.checked = Instant::now();
+        let read = read_bytes(&self.path);
+        loaded.stamp = now;
+        // Touched or re-saved with the same keys: nothing to reload.
+        if read
+            .as_ref()
+            .is_ok_and(|bytes| sha256_bytes(bytes) == loaded.content)
+        {
+            return;
+        }
+        let entries = read.and_then(|bytes| {
+            loaded.content = sha256_bytes(&bytes);
+            parse_entries(&self.path, &bytes)
+        });
+        match entries {
             Ok(entries) => {
-                loaded.entries = entries;
                 eprintln!(
                     "key file {} reloaded: {} keys",
                     self.path.display(),
-                    loaded.entries.len()
+                    entries.len()
                 );
+                loaded.entries = Ok(entries);
             }
-            Err(e) => eprintln!("error: {e}; the keys read before stay in force"),
+            Err(e) => {
+                let reason = e.to_string();
+                if loaded.entries.as_ref().err() != Some(&reason) {
+                    eprintln!("error: {reason}; every request is refused (503) until the key file is valid again");
+                }
+                loaded.content = [0; 32];
+                loaded.entries = Err(reason);
+            }
         }
-        loaded.stamp = now;
     }
 }
 
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+fn stamp(path: &Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
+    Some(Stamp {
+        modified: meta.modified().ok(),
+        changed: (meta.ctime(), meta.ctime_nsec()),
+        len: meta.len(),
+        inode: meta.ino(),
+    })
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|e| Error::ApiKey(format!("key file {}: {e}", path.display())))
+}
+
+fn sha256_bytes(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
 }
 
 fn read_entries(path: &Path) -> Result<Vec<Entry>, Error> {
+    parse_entries(path, &read_bytes(path)?)
+}
+
+fn parse_entries(path: &Path, bytes: &[u8]) -> Result<Vec<Entry>, Error> {
     let fail = |message: String| Error::ApiKey(format!("key file {}: {message}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    let file: FileKeys = serde_json::from_str(&text).map_err(|e| fail(e.to_string()))?;
+    let file: FileKeys = serde_json::from_slice(bytes).map_err(|e| fail(e.to_string()))?;
     let mut entries = Vec::with_capacity(file.keys.len());
     for (i, key) in file.keys.into_iter().enumerate() {
         let at = |what: &str| fail(format!("keys[{i}] (`{}`): {what}", key.name));
@@ -247,9 +318,7 @@ fn decode_hex(text: &str) -> Option<[u8; 32]> {
 }
 
 pub(crate) fn sha256(text: &str) -> [u8; 32] {
-    let mut digest = [0u8; 32];
-    digest.copy_from_slice(&Sha256::digest(text.as_bytes()));
-    digest
+    sha256_bytes(text.as_bytes())
 }
 
 /// The key file's `sha256` for `key`: its SHA-256 digest in lowercase hexadecimal.
@@ -328,7 +397,7 @@ mod tests {
             "stored hashed"
         );
         let keys = KeyFile::open(&path).unwrap();
-        let found = keys.principal(&acme).unwrap();
+        let found = keys.principal(&acme).unwrap().unwrap();
         assert_eq!(
             (found.name.as_str(), found.tenant.as_deref()),
             ("acme", Some("acme"))
@@ -336,11 +405,43 @@ mod tests {
         assert!(found.allows(Scope::Ask) && !found.allows(Scope::Write));
         assert_eq!(found.document_id("x"), "acme/x");
         assert_eq!(found.document_id("acme/x"), "acme/x");
-        assert!(keys.principal("lk_not-a-key").is_none());
+        assert_eq!(keys.principal("lk_not-a-key"), Ok(None));
         assert!(
             add_key(&path, "ops", &[Scope::Ask], None).is_err(),
             "names are unique"
         );
+    }
+
+    #[test]
+    fn a_deleted_or_broken_key_file_refuses_every_key_until_it_is_valid_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.json");
+        let key = add_key(&path, "ops", &[Scope::Ask], None).unwrap();
+        let keys = KeyFile::open(&path).unwrap();
+        assert!(keys.principal(&key).unwrap().is_some());
+        let valid = std::fs::read(&path).unwrap();
+
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(keys.principal(&key), Err(KeysUnavailable));
+        std::fs::write(&path, b"{not json").unwrap();
+        assert_eq!(keys.principal(&key), Err(KeysUnavailable));
+        std::fs::write(&path, &valid).unwrap();
+        assert!(keys.principal(&key).unwrap().is_some());
+
+        // The same length and modification time, other keys: noticed all the same.
+        let other = String::from_utf8(valid.clone())
+            .unwrap()
+            .replace("\"ops\"", "\"xps\"");
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, &other).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        let renamed = keys.principal(&key).unwrap().unwrap();
+        assert_eq!(renamed.name, "xps");
     }
 
     #[test]

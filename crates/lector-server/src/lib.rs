@@ -53,6 +53,7 @@ pub mod body;
 pub mod chat;
 pub mod client;
 pub mod conn;
+mod cursor;
 pub mod error;
 pub mod feedback;
 pub mod generative;

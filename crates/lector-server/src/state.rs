@@ -61,12 +61,18 @@ impl Config {
     }
 
     /// The principal whose key is `given`: the API key has every scope, a key file's keys
-    /// theirs; `None` for a key that is not one.
-    pub fn principal(&self, given: &str) -> Option<crate::keys::Principal> {
+    /// theirs; `None` for a key that is not one; `Err` while the key file cannot be used.
+    pub fn principal(
+        &self,
+        given: &str,
+    ) -> Result<Option<crate::keys::Principal>, crate::keys::KeysUnavailable> {
         if let Some(key) = &self.api_key {
-            return key.matches(given).then(crate::keys::Principal::api_key);
+            return Ok(key.matches(given).then(crate::keys::Principal::api_key));
         }
-        self.keys.as_ref()?.principal(given)
+        match &self.keys {
+            Some(keys) => keys.principal(given),
+            None => Ok(None),
+        }
     }
 
     /// No API key, no extra hosts, with `search` and `limits`.

@@ -1124,3 +1124,150 @@ fn a_tenants_labelling_shows_and_labels_only_its_own_asks() {
         "acme counts only its own labels"
     );
 }
+
+#[test]
+fn a_tenants_cursor_feedback_and_label_items_tell_nothing_of_another_tenant() {
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().to_path_buf();
+    let (server, keys_dir, keys) =
+        keyed_server_with(move |c| c.query_log = Some(lector_querylog::LogConfig::new(log)));
+    let (mut a_auth, mut b_auth, mut ops_auth) = (String::new(), String::new(), String::new());
+    let acme = with_key(&keys["acme"], &mut a_auth);
+    let bolt = with_key(&keys["bolt"], &mut b_auth);
+    let ops = with_key(&keys["ops"], &mut ops_auth);
+    let json_of = |(status, body): (u16, String)| {
+        assert!(status < 300, "{status} {body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+
+    // One commit (one segment) with the tenants' documents interleaved, bolt's last.
+    let docs = json!([
+        {"id": "acme/a1", "text": "Acme plan one: the launch code is 4471.", "metadata": {"tenant": "acme"}},
+        {"id": "bolt/b1", "text": "Bolt plan one.", "metadata": {"tenant": "bolt"}},
+        {"id": "bolt/b2", "text": "Bolt plan two.", "metadata": {"tenant": "bolt"}},
+        {"id": "acme/a2", "text": "Acme plan two.", "metadata": {"tenant": "acme"}},
+        {"id": "bolt/b3", "text": "Bolt plan three.", "metadata": {"tenant": "bolt"}}
+    ]);
+    json_of(server.send("POST", "/v1/documents", &ops, &docs.to_string()));
+    let page = |key: &[(&str, &str)], cursor: Option<&str>| {
+        let path = match cursor {
+            Some(cursor) => format!("/v1/documents?limit=1&cursor={cursor}"),
+            None => "/v1/documents?limit=1&offset=0".to_string(),
+        };
+        json_of(server.send("GET", &path, key, ""))
+    };
+    let first = page(&acme, None);
+    assert_eq!(first["documents"][0]["id"], "acme/a1");
+    let cursor = first["next_cursor"].as_str().unwrap().to_string();
+    assert!(!cursor.contains("seg"), "the cursor is sealed: {cursor}");
+    let second = page(&acme, Some(&cursor));
+    assert_eq!(second["documents"][0]["id"], "acme/a2");
+    assert!(
+        second["next_cursor"].is_null(),
+        "bolt's later document gives acme no cursor: {second}"
+    );
+    // A cursor edited by hand is refused like any other text.
+    let mut edited = cursor.clone().into_bytes();
+    edited[0] = if edited[0] == b'0' { b'1' } else { b'0' };
+    let (status, body) = server.send(
+        "GET",
+        &format!(
+            "/v1/documents?limit=1&cursor={}",
+            String::from_utf8(edited).unwrap()
+        ),
+        &acme,
+        "",
+    );
+    assert_eq!(status, 400, "{body}");
+
+    // Each tenant asks; bolt then votes down acme's ask. The vote is taken (202, as for any id)
+    // but counts for nobody's labelling of acme's ask.
+    let ask = |key: &[(&str, &str)], question: &str| {
+        let body = json!({"question": question, "probabilities": false});
+        json_of(server.send("POST", "/v1/ask", key, &body.to_string()))["request_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let acme_ask = ask(&acme, "What is the launch code?");
+    let down = |key: &[(&str, &str)], id: &str| {
+        let vote = json!({"request_id": id, "verdict": "down"});
+        let (status, body) = server.send("POST", "/v1/feedback", key, &vote.to_string());
+        assert_eq!(status, 202, "{body}");
+    };
+    down(&bolt, &acme_ask);
+    let next = |key: &[(&str, &str)]| {
+        json_of(server.send("GET", "/v1/label/next?sample=down-voted", key, ""))
+    };
+    // The log is written by a background thread: wait (bounded) until the ask and the vote are
+    // in it, so the vote is there to be ignored.
+    let logged = || {
+        lector_querylog::LogReader::new(log_dir.path())
+            .refresh()
+            .map_or(0, |entries| entries.iter().count())
+    };
+    for _ in 0..100 {
+        if logged() == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(logged(), 2);
+    for key in [&acme, &ops] {
+        let item = next(key);
+        assert_eq!(item["request_id"], acme_ask.as_str(), "{item}");
+        assert_eq!(item["down_voted"], false, "another tenant's vote: {item}");
+    }
+    down(&acme, &acme_ask);
+    for _ in 0..100 {
+        if next(&acme)["down_voted"] == true {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        next(&acme)["down_voted"],
+        true,
+        "its own tenant's vote counts"
+    );
+
+    // The ask read acme/a1. A key without a tenant replaces it by a document of no tenant:
+    // acme's label item shows it as gone, never the other document's text.
+    assert_eq!(
+        server.send("DELETE", "/v1/documents/acme%2Fa1", &ops, "").0,
+        200
+    );
+    let global = json!({"id": "acme/a1", "text": "Nobody's secret: the vault code is 1234."});
+    json_of(server.send("POST", "/v1/documents", &ops, &global.to_string()));
+    let item = next(&acme);
+    let passages = item["passages"].as_array().unwrap();
+    let a1 = passages
+        .iter()
+        .find(|p| p["doc_id"] == "acme/a1")
+        .expect("a1 was read");
+    assert!(a1["text"].is_null(), "{a1}");
+    assert!(
+        a1["problem"]
+            .as_str()
+            .unwrap()
+            .contains("no longer in the index"),
+        "{a1}"
+    );
+    assert!(!item.to_string().contains("vault"), "{item}");
+    // The key without a tenant sees the document as it is.
+    assert!(next(&ops).to_string().contains("vault"));
+
+    // Deleting the key file fails closed: every key is refused until it is back.
+    let file = keys_dir.path().join("keys.json");
+    let saved = std::fs::read(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    for key in [&acme, &ops] {
+        let (status, body) = server.send("GET", "/v1/documents?limit=1", key, "");
+        assert_eq!(status, 503, "{body}");
+        assert!(body.contains("key file"), "{body}");
+    }
+    std::fs::write(&file, b"{\"keys\": [").unwrap();
+    assert_eq!(server.send("GET", "/v1/documents?limit=1", &ops, "").0, 503);
+    std::fs::write(&file, &saved).unwrap();
+    assert_eq!(server.send("GET", "/v1/documents?limit=1", &ops, "").0, 200);
+}

@@ -170,7 +170,10 @@ where
     let down = down_votes(entries.clone());
     let key = |position: usize, ask: &AskRecord| SortKey {
         down: match sample {
-            Sample::DownVoted => down.get(ask.request_id.as_str()).copied(),
+            // Only a vote from the ask's own tenant counts (see `FeedbackRecord::judges`).
+            Sample::DownVoted => down
+                .get(&(ask.request_id.as_str(), ask.settings.tenant.as_deref()))
+                .copied(),
             _ => None,
         },
         random: match sample {
@@ -249,13 +252,15 @@ impl Decisions {
     }
 }
 
-/// Request ids voted down, with the log position of their last down vote.
-fn down_votes<'a>(entries: impl Iterator<Item = &'a Entry>) -> HashMap<&'a str, usize> {
+/// Down votes by request id and the voter's tenant, with the log position of the last one.
+fn down_votes<'a>(
+    entries: impl Iterator<Item = &'a Entry>,
+) -> HashMap<(&'a str, Option<&'a str>), usize> {
     let mut down = HashMap::new();
     for (i, entry) in entries.enumerate() {
         if let Entry::Feedback(f) = entry {
             if f.verdict == Verdict::Down {
-                down.insert(f.request_id.as_str(), i);
+                down.insert((f.request_id.as_str(), f.tenant.as_deref()), i);
             }
         }
     }
@@ -345,6 +350,7 @@ pub(crate) mod tests {
             verdict,
             correct_answer: None,
             note: None,
+            tenant: None,
         })
     }
 

@@ -16,7 +16,7 @@ use axum::extract::{Extension, Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
-use lector_index::Index;
+use lector_index::{Filter, Index};
 use lector_querylog::label::{
     char_slice, margin, order, Label, LabelCounts, LabelStore, LabelVerdict, Sample,
 };
@@ -198,7 +198,7 @@ impl Labelling {
                 let pipeline = state.pipeline();
                 let skipped = queue.fresh.is_empty();
                 let index = crate::state::embedded(&pipeline)?;
-                item(ask, index, down_voted(&entries, ask), skipped)
+                item(ask, index, down_voted(&entries, ask), skipped, tenant)
             }
             None => json!({"message": "every logged question is labelled"}),
         };
@@ -248,10 +248,11 @@ impl Labelling {
 }
 
 /// Whether a key of `tenant` may see `entry`: everything without a tenant; with one, that
-/// tenant's asks (feedback names a request id, so its ask decides).
+/// tenant's asks and the feedback its keys sent.
 fn visible(entry: &Entry, tenant: Option<&str>) -> bool {
     match (tenant, entry) {
         (Some(tenant), Entry::Ask(ask)) => ask.settings.tenant.as_deref() == Some(tenant),
+        (Some(tenant), Entry::Feedback(f)) => f.tenant.as_deref() == Some(tenant),
         _ => true,
     }
 }
@@ -324,14 +325,25 @@ fn checked_label(
 }
 
 fn down_voted(entries: &LogEntries, ask: &AskRecord) -> bool {
-    entries.iter().any(|e| {
-        matches!(e, Entry::Feedback(f) if f.request_id == ask.request_id && f.verdict == Verdict::Down)
-    })
+    entries
+        .iter()
+        .any(|e| matches!(e, Entry::Feedback(f) if f.judges(ask) && f.verdict == Verdict::Down))
 }
 
-/// An ask as the page shows it.
-fn item(ask: &AskRecord, index: &Index, down_voted: bool, skipped: bool) -> Value {
-    let passages: Vec<Value> = ask.passages.iter().map(|p| passage(p, index)).collect();
+/// An ask as the page shows it (to a key of `tenant`: only its own documents' text).
+fn item(
+    ask: &AskRecord,
+    index: &Index,
+    down_voted: bool,
+    skipped: bool,
+    tenant: Option<&str>,
+) -> Value {
+    let allowed = tenant.map(tenant_filter);
+    let passages: Vec<Value> = ask
+        .passages
+        .iter()
+        .map(|p| passage(p, index, allowed.as_ref()))
+        .collect();
     let margin = margin(ask);
     json!({
         "request_id": ask.request_id,
@@ -352,7 +364,7 @@ fn item(ask: &AskRecord, index: &Index, down_voted: bool, skipped: bool) -> Valu
 
 /// A logged passage with its text as the document holds it now (the log keeps offsets only),
 /// and a `problem` when the document is gone or no longer reaches the passage's end.
-fn passage(logged: &LoggedPassage, index: &Index) -> Value {
+fn passage(logged: &LoggedPassage, index: &Index, allowed: Option<&Filter>) -> Value {
     let mut out = json!({
         "doc_id": logged.doc_id,
         "passage": logged.passage,
@@ -363,7 +375,12 @@ fn passage(logged: &LoggedPassage, index: &Index) -> Value {
         "text": null,
         "problem": null,
     });
-    let Some(document) = index.document(&logged.doc_id) else {
+    // Another tenant's document (one written since under this id by a key without a tenant)
+    // is shown as a missing one.
+    let document = index
+        .document(&logged.doc_id)
+        .filter(|d| allowed.is_none_or(|f| d.passes(f)));
+    let Some(document) = document else {
         out["problem"] =
             format!("the document `{}` is no longer in the index", logged.doc_id).into();
         return out;

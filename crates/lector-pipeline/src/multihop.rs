@@ -407,6 +407,9 @@ impl<S: DocumentStore> Pipeline<S> {
             ranks.insert(pool.add(hit), rank + 1);
         }
         let titles = self.titles()?;
+        // Only titles of documents the ask may read: another tenant's longer title must not
+        // hide one's own, nor its documents count as named.
+        let allowed = |id: &str| self.first_passage(id, filter).ok().flatten().is_some();
         let mut expansions = Vec::new();
         for (i, hit) in first.iter().take(hops.beam).enumerate() {
             let mut expansion = Expansion {
@@ -428,7 +431,7 @@ impl<S: DocumentStore> Pipeline<S> {
                     }
                 }
             }
-            for doc_id in titles.mentions(&hit.text) {
+            for doc_id in titles.mentions_where(&hit.text, &allowed) {
                 if doc_id != hit.doc_id {
                     if let Some(linked) = self.first_passage(doc_id, filter)? {
                         expansion.linked.push(pool.add(&linked));
@@ -437,7 +440,7 @@ impl<S: DocumentStore> Pipeline<S> {
             }
             expansions.push(expansion);
         }
-        let named_docs = titles.mentions(question);
+        let named_docs = titles.mentions_where(question, &allowed);
         for doc_id in &named_docs {
             if let Some(hit) = self.first_passage(doc_id, filter)? {
                 pool.add(&hit);
@@ -817,8 +820,7 @@ impl<S: DocumentStore> Pipeline<S> {
         response: &mut Response,
         trace: &mut HopTrace,
     ) -> Result<()> {
-        let filter = options.search.as_ref().and_then(|s| s.filter.as_ref());
-        let entities = self.entities(analysis, top, pool, filter)?;
+        let entities = self.entities(analysis, top, pool, options.search.as_ref())?;
         let [a, b] = match entities.as_slice() {
             [a, b, ..] => [a, b],
             _ => return Ok(()),
@@ -858,12 +860,12 @@ impl<S: DocumentStore> Pipeline<S> {
         analysis: &Analysis,
         top: &[ScoredPath],
         pool: &Pool,
-        filter: Option<&Filter>,
+        search: Option<&SearchOptions>,
     ) -> Result<Vec<Hit>> {
         if let Some(names) = &analysis.options {
             let mut out = Vec::new();
             for name in names {
-                match self.passage_named(name, pool, filter)? {
+                match self.passage_named(name, pool, search)? {
                     Some(hit) => out.push(hit),
                     None => return Ok(Vec::new()),
                 }
@@ -876,16 +878,20 @@ impl<S: DocumentStore> Pipeline<S> {
             .unwrap_or_default())
     }
 
-    /// The passage about `name`: a document with that title, else the passage among those seen
-    /// whose title shares most words with it, else BM25's best for the name.
+    /// The passage about `name`: a document with that title that the ask may read, else the
+    /// passage among those seen whose title shares most words with it, else BM25's best for
+    /// the name (with the ask's filter and its statistics: a tenant's own).
     fn passage_named(
         &self,
         name: &str,
         pool: &Pool,
-        filter: Option<&Filter>,
+        search: Option<&SearchOptions>,
     ) -> Result<Option<Hit>> {
-        if let Some(doc_id) = self.titles()?.lookup(name).first() {
-            return self.first_passage(doc_id, filter);
+        let filter = search.and_then(|s| s.filter.as_ref());
+        for doc_id in self.titles()?.lookup(name) {
+            if let Some(hit) = self.first_passage(doc_id, filter)? {
+                return Ok(Some(hit));
+            }
         }
         let wanted = titles::title_words(name);
         let share = |hit: &Hit| {
@@ -903,13 +909,10 @@ impl<S: DocumentStore> Pipeline<S> {
                 return Ok(Some(hit.clone()));
             }
         }
-        if let Some(index) = self.index.as_index() {
-            let bm25 = index.bm25(index.settings().bm25).filtered(filter);
-            return Ok(bm25.retrieve(name, 1)?.into_iter().next());
-        }
-        let mut search = SearchOptions::for_index(&self.index, Mode::Bm25);
-        search.filter = filter.cloned();
-        let bm25 = self.index.retriever(&search, None)?;
+        let mut bm25_search = SearchOptions::for_index(&self.index, Mode::Bm25);
+        bm25_search.filter = filter.cloned();
+        bm25_search.statistics_within_filter = search.is_some_and(|s| s.statistics_within_filter);
+        let bm25 = self.index.retriever(&bm25_search, None)?;
         Ok(bm25.retrieve(name, 1)?.into_iter().next())
     }
 }

@@ -1271,3 +1271,63 @@ fn a_tenants_cursor_feedback_and_label_items_tell_nothing_of_another_tenant() {
     std::fs::write(&file, &saved).unwrap();
     assert_eq!(server.send("GET", "/v1/documents?limit=1", &ops, "").0, 200);
 }
+
+#[test]
+fn a_tenants_multi_hop_answers_do_not_move_when_another_tenant_writes() {
+    let (server, _keys_dir, keys) = keyed_server();
+    let (mut a_auth, mut b_auth) = (String::new(), String::new());
+    let acme = with_key(&keys["acme"], &mut a_auth);
+    let bolt = with_key(&keys["bolt"], &mut b_auth);
+    let write = |key: &[(&str, &str)], docs: serde_json::Value| {
+        let (status, body) = server.send("POST", "/v1/documents", key, &docs.to_string());
+        assert!(status < 300, "{status} {body}");
+    };
+    write(
+        &acme,
+        json!([
+            {"id": "film", "title": "Inception", "text": "Inception is a 2010 science fiction film written and directed by Christopher Nolan."},
+            {"id": "nolan", "title": "Christopher Nolan", "text": "Christopher Nolan is a British film director. He was born in London in 1970."},
+            {"id": "memento", "title": "Memento (film)", "text": "Memento is a 2000 thriller film. Its director was born in Westminster."}
+        ]),
+    );
+    let ask = |question: &str| {
+        let body = json!({"question": question, "hops": 2, "k": 5, "probabilities": false});
+        let (status, text) = server.send("POST", "/v1/ask", &acme, &body.to_string());
+        assert_eq!(status, 200, "{text}");
+        let mut response: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for volatile in ["timings", "request_id"] {
+            response.as_object_mut().unwrap().remove(volatile);
+        }
+        response["hops"].as_object_mut().unwrap().remove("hop_ms");
+        response
+    };
+    let questions = [
+        "Where was the director of Inception born?",
+        "Which film came out first, Inception or Memento?",
+    ];
+    let before: Vec<_> = questions.iter().map(|q| ask(q)).collect();
+    let linked = before[0].to_string();
+    assert!(
+        linked.contains("acme/nolan"),
+        "the bridge passage is read: {linked}"
+    );
+
+    // Bolt's titles: a longer one over the same words as acme's link, the same titles as
+    // acme's documents (bolt's sorting first), and many passages with the question's words.
+    let mut docs = vec![
+        json!({"id": "0-by", "title": "by Christopher Nolan", "text": "A list of films by Christopher Nolan."}),
+        json!({"id": "0-inception", "title": "Inception", "text": "Inception is a board game."}),
+        json!({"id": "0-memento", "title": "Memento", "text": "A memento is an object kept as a reminder."}),
+    ];
+    for i in 0..30 {
+        docs.push(
+            json!({"id": format!("noise-{i}"), "title": format!("Note {i}"),
+            "text": format!("The director was born in town {i}; the film came out first in {i}.")}),
+        );
+    }
+    write(&bolt, json!(docs));
+    let after: Vec<_> = questions.iter().map(|q| ask(q)).collect();
+    for (q, (b, a)) in questions.iter().zip(before.iter().zip(&after)) {
+        assert_eq!(b, a, "{q}");
+    }
+}

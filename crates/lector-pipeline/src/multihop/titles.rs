@@ -84,18 +84,30 @@ impl TitleIndex {
     /// The documents whose title `text` names, in order of first mention; at each position the
     /// longest title wins ("New York City" before "New York").
     pub fn mentions(&self, text: &str) -> Vec<&str> {
+        self.mentions_where(text, &|_| true)
+    }
+
+    /// [`Self::mentions`] among the documents `allowed` accepts (a tenant's own): a title only
+    /// others' documents have neither matches nor hides a shorter one at the same words.
+    pub fn mentions_where(&self, text: &str, allowed: &dyn Fn(&str) -> bool) -> Vec<&str> {
         let words = words(text);
         let mut found: Vec<&str> = Vec::new();
         let mut i = 0;
         while i < words.len() {
             let longest = self.longest.min(words.len() - i);
-            let matched = (1..=longest)
-                .rev()
-                .find_map(|n| self.by_words.get(&words[i..i + n]).map(|ids| (n, ids)));
+            let matched = (1..=longest).rev().find_map(|n| {
+                let ids = self.by_words.get(&words[i..i + n])?;
+                let ids: Vec<&str> = ids
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|id| allowed(id))
+                    .collect();
+                (!ids.is_empty()).then_some((n, ids))
+            });
             match matched {
                 Some((n, ids)) => {
                     for id in ids {
-                        if !found.contains(&id.as_str()) {
+                        if !found.contains(&id) {
                             found.push(id);
                         }
                     }
@@ -145,5 +157,8 @@ mod tests {
         assert_eq!(index.mentions(text), ["nolan", "nyc", "ny"]);
         assert_eq!(index.lookup("new york city (place)"), ["nyc"]);
         assert!(index.mentions("nothing here").is_empty());
+        // Without "nyc" (another tenant's), "New York" is found at the same words.
+        let own = |id: &str| id != "nyc";
+        assert_eq!(index.mentions_where(text, &own), ["nolan", "ny"]);
     }
 }

@@ -792,3 +792,94 @@ fn a_resumed_reply_that_starts_elsewhere_is_not_appended() {
         std::fs::read(shipped_reader().join("tokenizer.json")).unwrap()
     );
 }
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../lector-models/tests/fixtures")
+        .join(name)
+}
+
+/// The float32 matrix of a `.npy` file written by `lector models embed`.
+fn npy_rows(path: &Path, dim: usize) -> Vec<Vec<f32>> {
+    let bytes = std::fs::read(path).unwrap();
+    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    bytes[10 + header..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect::<Vec<f32>>()
+        .chunks(dim)
+        .map(<[f32]>::to_vec)
+        .collect()
+}
+
+#[test]
+fn embedders_pulled_from_the_hub_pool_as_their_sentence_transformers_files_say() {
+    let files = [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "vocab.txt",
+        "modules.json",
+        "1_Pooling/config.json",
+        "config_sentence_transformers.json",
+    ];
+    let repo = |name: &str| Repo {
+        sha: SHA_OK.into(),
+        files: files_of(&fixture(name), &files),
+        private: false,
+        wrong_etag: vec![],
+        break_once: vec![],
+        bad_range: false,
+    };
+    let server = HubServer::start(vec![
+        ("lector-test/embed-cls", repo("tiny-embed-cls")),
+        ("lector-test/embed-mean", repo("tiny-embed-mean")),
+    ]);
+    let cache = tempfile::tempdir().unwrap();
+    for (name, repo, column) in [
+        ("tiny-embed-cls", "lector-test/embed-cls", "passages"),
+        ("tiny-embed-mean", "lector-test/embed-mean", "embeddings"),
+    ] {
+        let out = pull(&server, cache.path(), &["embedder", repo], &[]);
+        assert!(out.status.success(), "{}", text(&out).1);
+        let expected: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture(name).join("expected.json")).unwrap(),
+        )
+        .unwrap();
+        let texts: Vec<&str> = expected["texts"].as_array().unwrap()[..3]
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        let input = cache.path().join("texts.txt");
+        std::fs::write(&input, texts.join("\n") + "\n").unwrap();
+        let vectors = cache.path().join(format!("{name}.npy"));
+        let out = Command::new(env!("CARGO_BIN_EXE_lector"))
+            .args(["models", "embed"])
+            .arg(&input)
+            .arg("--embedder")
+            .arg(repo)
+            .arg("--out")
+            .arg(&vectors)
+            .env("LECTOR_CACHE_DIR", cache.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out).1);
+        let ours = npy_rows(&vectors, 32);
+        for (i, want) in expected[column].as_array().unwrap()[..3].iter().enumerate() {
+            let want: Vec<f32> = want
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap() as f32)
+                .collect();
+            let worst = ours[i]
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(worst < 1e-4, "{repo}: text {i} differs by {worst}");
+        }
+    }
+}

@@ -304,7 +304,13 @@ fn a_server_over_a_redis_store_follows_it_and_answers_503_while_redis_is_gone() 
     // Read-only: writes go to the store through `lector index add --store`, and what only the
     // embedded index offers is refused with a reason.
     let doc = r#"{"id": "x", "text": "Some text."}"#;
-    assert_eq!(http(&addr, "POST", "/v1/documents", Some(doc)).0, 403);
+    let (status, body) = http(&addr, "POST", "/v1/documents", Some(doc));
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("read-only: write to it with `lector index add --store`")
+            && !body.contains("--read-only"),
+        "the 403 says why, and not a flag this server was not given: {body}"
+    );
     let (status, body) = http(&addr, "GET", "/v1/documents", None);
     assert_eq!(status, 501, "{body}");
     assert!(body.contains("embedded index"), "{body}");

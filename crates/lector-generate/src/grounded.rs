@@ -879,9 +879,19 @@ pub fn short_answer(answer: &str) -> String {
         .filter_map(|line| without_list_marker(line))
         .filter(|line| !line.trim_end().ends_with(':'))
         .collect();
-    first_said(&unlisted)
-        .or_else(|| first_said(&lines))
-        .unwrap_or_default()
+    if let Some(said) = first_said(&unlisted) {
+        return said;
+    }
+    // A list whose items hold nothing but citations ("1. [1]\n2. [2]") says nothing: its
+    // numbers are item numbers. One line alone ("24. [1]") may be a number that is the answer.
+    let items = lines
+        .iter()
+        .filter(|line| without_list_marker(line).is_none_or(|rest| rest.len() < line.len()))
+        .count();
+    if items >= 2 {
+        return String::new();
+    }
+    first_said(&lines).unwrap_or_default()
 }
 
 /// The first sentence of `lines` with a letter or a digit once its citations, surrounding
@@ -1282,6 +1292,9 @@ mod tests {
             ("Answer:", "Answer"),
             // A number that is the whole answer stays.
             ("24. [1]", "24"),
+            // Items of nothing but citations are no answer, not their item numbers.
+            ("1. [1]\n2. [2]", ""),
+            ("- [1]\n- [2]", ""),
             ("1.", "1"),
             ("2015", "2015"),
             ("It was 24.5 points [1].", "It was 24.5 points"),

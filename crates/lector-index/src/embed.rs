@@ -10,8 +10,13 @@ pub trait Embedder: Send + Sync {
     fn model(&self) -> &str;
     /// The vector dimension.
     fn dim(&self) -> usize;
-    /// One vector of [`Self::dim`] values per text, in order.
+    /// One vector of [`Self::dim`] values per passage text, in order.
     fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String>;
+    /// One vector per query, in order: as [`Self::embed`] unless the model embeds queries
+    /// differently (a `query: ` prefix, as E5 and BGE models expect).
+    fn embed_queries(&self, queries: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+        self.embed(queries)
+    }
     /// A digest of the model's weights and configuration, stored with the vectors so that an
     /// index refuses a model retrained under the same name. `None`: checked by name only.
     fn digest(&self) -> Option<&str> {
@@ -21,7 +26,9 @@ pub trait Embedder: Send + Sync {
 
 /// `query`'s vector, by `embedder`.
 pub fn embed_query(embedder: &dyn Embedder, query: &str) -> crate::Result<Vec<f32>> {
-    let mut embedded = embedder.embed(&[query]).map_err(crate::Error::Embed)?;
+    let mut embedded = embedder
+        .embed_queries(&[query])
+        .map_err(crate::Error::Embed)?;
     match embedded.pop() {
         Some(vector) if embedded.is_empty() => Ok(vector),
         _ => Err(crate::Error::Embed(format!(

@@ -66,11 +66,13 @@ const ENCODER_FILES: [&str; 6] = [
     "special_tokens_map.json",
     "vocab.txt",
 ];
-/// Added for the embedder (sentence-transformers' pooling description).
-const EMBEDDER_FILES: [&str; 3] = [
+/// Added for the embedder (sentence-transformers' description: the modules, the pooling, the
+/// prompts), which decides how its vectors are made.
+const EMBEDDER_FILES: [&str; 4] = [
     "modules.json",
     "1_Pooling/config.json",
     "sentence_bert_config.json",
+    "config_sentence_transformers.json",
 ];
 
 /// A repository and revision: `org/name[@revision]`.

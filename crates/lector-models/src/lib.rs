@@ -37,7 +37,7 @@ pub mod token_embed;
 
 pub use checkpoint::Checkpoint;
 pub use config::{Architecture, Config};
-pub use embed::SentenceEmbedder;
+pub use embed::{Pooling, Recipe, SentenceEmbedder};
 pub use error::{Error, Result};
 pub use layers::{layer_names, LayerNames};
 pub use packed_gemm::{bf16_active, precision, set_precision, Precision};

@@ -8,7 +8,7 @@ use lector_index::{
 };
 use lector_index::{SearchOptions, DEFAULT_EF, DEFAULT_RERANK_DEPTH};
 use lector_models::registry::wheel_model;
-use lector_models::{CrossEncoder, SentenceEmbedder};
+use lector_models::{CrossEncoder, Recipe, SentenceEmbedder};
 use lector_reader::Reader;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -258,7 +258,11 @@ impl Embedder for IndexEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
-        self.inner.embed(texts).map_err(|e| e.to_string())
+        self.inner.embed_passages(texts).map_err(|e| e.to_string())
+    }
+
+    fn embed_queries(&self, queries: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+        self.inner.embed_queries(queries).map_err(|e| e.to_string())
     }
 
     fn digest(&self) -> Option<&str> {
@@ -266,11 +270,16 @@ impl Embedder for IndexEmbedder {
     }
 }
 
-/// SHA-256 over the checkpoint's `config.json` and `model.safetensors`, in hex.
-fn checkpoint_digest(dir: &Path) -> Result<String> {
+/// SHA-256 over the checkpoint's `config.json` and `model.safetensors`, then its recipe
+/// (pooling, normalisation, prompts) when it is not all-MiniLM-L6-v2's, in hex (so a folder
+/// without sentence-transformers files keeps the digest it always had).
+fn checkpoint_digest(dir: &Path, recipe: &Recipe) -> Result<String> {
     use sha2::{Digest, Sha256};
     use std::io::Read;
     let mut hasher = Sha256::new();
+    if *recipe != Recipe::default() {
+        hasher.update(format!("{recipe:?}"));
+    }
     for name in ["config.json", "model.safetensors"] {
         let path = dir.join(name);
         let mut file = std::fs::File::open(&path).map_err(crate::error::io(&path))?;
@@ -315,7 +324,7 @@ pub fn load_embedder(explicit: Option<&Path>, notify: &dyn Fn(&str)) -> Result<I
         }
     };
     let inner = SentenceEmbedder::load(&dir).map_err(|e| model_error(&dir, e))?;
-    let digest = checkpoint_digest(&dir)?;
+    let digest = checkpoint_digest(&dir, inner.recipe())?;
     Ok(IndexEmbedder {
         model,
         digest,

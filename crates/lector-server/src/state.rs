@@ -236,13 +236,19 @@ impl AppState {
 
     /// 403 when serving read-only.
     pub fn check_writable(&self) -> Result<(), ApiError> {
-        if self.read_only {
-            return Err(ApiError::new(
-                axum::http::StatusCode::FORBIDDEN,
-                "the server is read-only (started with --read-only)",
-            ));
+        if !self.read_only {
+            return Ok(());
         }
-        Ok(())
+        // An external store is always served read-only; an index folder only when asked to.
+        let store = self.pipeline().store().clone();
+        let why = match store.as_index() {
+            Some(_) => "the server is read-only (started with --read-only)".to_string(),
+            None => format!(
+                "the server serves the store {} read-only: write to it with `lector index add --store`",
+                store.location()
+            ),
+        };
+        Err(ApiError::new(axum::http::StatusCode::FORBIDDEN, why))
     }
 
     /// The writer, locked (one write at a time), waiting for it on this thread (not from

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Batch indexing on a Ray cluster: lector stays the worker, Ray only schedules it.
 
-    python tools/ray_index.py CORPUS... --out DIR|STORE-URL [--shards N] [--address auto]
+    python tools/ray_index.py CORPUS... --out DIR|STORE-URL|store [--store-file FILE] [--shards N] [--address auto]
                               [--lector PATH] [--work DIR] [--cpus-per-shard 1] [--json]
                               [-- INDEX-ADD-OPTION...]
 
@@ -16,8 +16,12 @@ merged into DIR with `lector index merge`, which gives the index one process wou
 
 With `--out redis://HOST:PORT/NAME` (a Redis store, see docs/redis.md) every task adds its shard to
 the store itself and nothing is merged: writes are idempotent per document id and shards hold
-different documents, so the tasks write side by side. The URL reaches lector through
-`$LECTOR_STORE`, never its command line, so a password in it is not shown by `ps`.
+different documents, so the tasks write side by side. A store with a password is never named on a
+command line (where `ps` shows it) nor passed to Ray (which keeps task arguments): give
+`--out store --store-file FILE`, FILE holding the URL on the shared volume (readable by its owner
+only), or `--out store` with the URL in `$LECTOR_STORE`, which the driver writes to such a file in
+the work folder (removed at the end). Tasks get the file's path, read the URL and hand it to lector
+through `$LECTOR_STORE`. A URL with a password given to `--out` is refused.
 
 Every Ray node must see the work folder, the folders indexed and the lector binary at the same
 paths (a shared volume, as for read-only replicas): tasks write their shard index there, and the
@@ -97,16 +101,29 @@ def split(corpus, shards, work):
 
 
 def is_store(out):
-    return out.startswith(("redis://", "rediss://"))
+    return out == "store" or out.startswith(("redis://", "rediss://"))
 
 
-def index_shard(lector, inputs, index, options, cpus, store=None):
-    """Runs `lector index add INPUTS... --index INDEX OPTIONS...` (into `store` instead, given
-    through $LECTOR_STORE, when there is one); its JSON report, seconds and stderr's end."""
+def has_password(url):
+    """Whether a store URL carries credentials (`redis://:PASSWORD@host`, `redis://user:pw@host`)."""
+    authority = url.split("://", 1)[-1].split("/", 1)[0]
+    return "@" in authority
+
+
+def read_store_file(path):
+    """The store URL held in `path` (its first line)."""
+    with open(path) as f:
+        return f.readline().strip()
+
+
+def index_shard(lector, inputs, index, options, cpus, store_file=None):
+    """Runs `lector index add INPUTS... --index INDEX OPTIONS...` (into the store whose URL
+    `store_file` holds instead, given to lector through $LECTOR_STORE, when there is one); its
+    JSON report, seconds and stderr's end."""
     env = dict(os.environ, RAYON_NUM_THREADS=str(cpus))
     place = ["--index", index]
-    if store:
-        env["LECTOR_STORE"], place = store, []
+    if store_file:
+        env["LECTOR_STORE"], place = read_store_file(store_file), []
     started = time.monotonic()
     proc = subprocess.run(
         [lector, "index", "add", *inputs, *place, "--json", *options],
@@ -128,11 +145,16 @@ def shard_jobs(dirs, folders, shards, work):
     return jobs
 
 
-def run_shards(ray, lector, jobs, options, cpus, store):
+def shard_documents(report):
+    """The documents a shard's `index add --json` read (in a store, `documents` is the store's total)."""
+    return report["added"] + report["replaced"] + report["unchanged"]
+
+
+def run_shards(ray, lector, jobs, options, cpus, store_file):
     """Indexes every shard as a Ray task; their results in shard order, printing each as it ends."""
     task = ray.remote(num_cpus=cpus, max_retries=1)(index_shard)
     pending = {
-        task.remote(lector, inputs, str(index), extra + options, cpus, store): k
+        task.remote(lector, inputs, str(index), extra + options, cpus, store_file): k
         for k, (inputs, index, extra) in enumerate(jobs)
     }
     results = [None] * len(jobs)
@@ -141,7 +163,7 @@ def run_shards(ray, lector, jobs, options, cpus, store):
         k = pending.pop(done[0])
         results[k] = ray.get(done[0])
         r = results[k]
-        what = f"{r['report']['documents']} documents" if r["rc"] == 0 else f"FAILED (exit {r['rc']})"
+        what = f"{shard_documents(r['report'])} documents" if r["rc"] == 0 else f"FAILED (exit {r['rc']})"
         print(f"shard {k + 1}/{len(jobs)}: {what} in {r['seconds']:.1f} s", file=sys.stderr, flush=True)
     return results
 
@@ -168,7 +190,8 @@ def main():
         argv, options = argv[:cut], argv[cut + 1 :]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpus", nargs="+", type=Path, help=".jsonl or SQuAD .json files, folders")
-    parser.add_argument("--out", required=True, help="the merged index (must not exist), or a Redis store URL")
+    parser.add_argument("--out", required=True, help="the merged index (must not exist), a Redis store URL without a password, or `store` (see --store-file)")
+    parser.add_argument("--store-file", type=Path, help="with --out store: a file holding the store URL (default: $LECTOR_STORE)")
     parser.add_argument("--shards", type=int, default=2, help="shards, one Ray task each (default 2)")
     parser.add_argument("--address", default="auto", help="the Ray cluster (default auto: the one started with `ray start`)")
     parser.add_argument("--lector", default=shutil.which("lector") or "lector", help="the lector binary (default: on PATH)")
@@ -185,6 +208,11 @@ def main():
         parser.error(f"{out} exists: the merged index must be new")
     if store and not args.work:
         parser.error("--out STORE-URL needs --work DIR for the shards' inputs")
+    if store and store != "store" and has_password(store):
+        parser.error("--out: a store URL with a password would show in `ps` and Ray: give --out store "
+                     "with --store-file FILE or $LECTOR_STORE instead")
+    if store == "store" and not (args.store_file or os.environ.get("LECTOR_STORE")):
+        parser.error("--out store needs --store-file FILE or $LECTOR_STORE")
     lector = str(Path(args.lector).resolve()) if os.sep in args.lector else args.lector
     work = (args.work or out.with_name(out.name + ".work")).resolve()
 
@@ -195,11 +223,26 @@ def main():
     folders = [p for p in corpus if p.is_dir()]
     dirs = split([p for p in corpus if not p.is_dir()], args.shards, work)
     jobs = shard_jobs(dirs, folders, args.shards, work)
+    url, store_file, written = None, None, None
+    if store == "store" and args.store_file:
+        store_file = str(args.store_file.resolve())
+        url = read_store_file(store_file)
+    elif store:
+        url = os.environ["LECTOR_STORE"] if store == "store" else store
+        # The tasks read the URL from a file on the shared volume, never from their arguments.
+        work.mkdir(parents=True, exist_ok=True)
+        written = work / "store-url"
+        fd = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(url + "\n")
+        store_file = str(written)
     ray.init(address=args.address, logging_level="ERROR", log_to_driver=False)
     try:
-        results = run_shards(ray, lector, jobs, options, args.cpus_per_shard, store)
+        results = run_shards(ray, lector, jobs, options, args.cpus_per_shard, store_file)
     finally:
         ray.shutdown()
+        if written is not None:
+            written.unlink(missing_ok=True)
     failed = [r for r in results if r["rc"] != 0]
     for r in failed:
         print(f"{r['index']}: lector index add failed:\n{r['stderr'].strip()}", file=sys.stderr)
@@ -207,7 +250,7 @@ def main():
         raise SystemExit(f"{len(failed)} of {len(results)} shards failed; the work folder {work} is kept for a rerun")
     indexing = time.monotonic() - started
     if store:
-        merge_seconds, totals = 0.0, stats(lector, [], dict(os.environ, LECTOR_STORE=store))
+        merge_seconds, totals = 0.0, stats(lector, [], dict(os.environ, LECTOR_STORE=url))
     else:
         merge_seconds, totals = merge(lector, [r["index"] for r in results], out)
     if not args.keep_work:

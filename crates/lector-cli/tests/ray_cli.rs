@@ -24,6 +24,9 @@ fn data(rel: &str) -> PathBuf {
     dir.join(rel)
 }
 
+/// The password of the Redis store the tasks write to: the driver must put it on no command line.
+const REDIS_PASSWORD: &str = "ray-test-secret";
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -297,6 +300,8 @@ fn shards_into_redis(
                 "",
                 "--appendonly",
                 "no",
+                "--requirepass",
+                REDIS_PASSWORD,
             ])
             .arg("--dir")
             .arg(&dir)
@@ -321,21 +326,52 @@ fn shards_into_redis(
         std::thread::sleep(Duration::from_millis(100));
     }
     let lector_bin = Path::new(env!("CARGO_BIN_EXE_lector"));
-    let store = |name: &str| format!("redis://127.0.0.1:{port}/{name}");
-    let out = run(ns
-        .command(python)
-        .arg(repo().join("tools/ray_index.py"))
-        .args(inputs)
-        .arg("--out")
-        .arg(store("ray"))
-        .arg("--work")
-        .arg(tmp.join("redis-work"))
-        .args(["--shards", "3", "--json"])
-        .arg(format!("--address=127.0.0.1:{ray_port}"))
-        .arg(format!("--lector={}", lector_bin.display())));
+    let store = |name: &str| format!("redis://:{REDIS_PASSWORD}@127.0.0.1:{port}/{name}");
+    let driver = |out: &str| {
+        let mut cmd = ns.command(python);
+        cmd.arg(repo().join("tools/ray_index.py"))
+            .args(inputs)
+            .args(["--out", out])
+            .arg("--work")
+            .arg(tmp.join("redis-work"))
+            .args(["--shards", "3", "--json"])
+            .arg(format!("--address=127.0.0.1:{ray_port}"))
+            .arg(format!("--lector={}", lector_bin.display()));
+        cmd
+    };
+    // A password on the command line (where `ps` shows it) is refused before any work.
+    let refused = driver(&store("ray")).output().unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("--store-file"),
+        "{}",
+        text(&refused.stderr)
+    );
+    // From a file only its owner reads: the driver hands the tasks its path, never the URL.
+    let store_file = tmp.join("store-url");
+    std::fs::write(&store_file, store("ray") + "\n").unwrap();
+    let out = run(driver("store").arg("--store-file").arg(&store_file));
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     println!("{summary}");
-    assert_eq!(summary["index"], store("ray"));
+    let shown = summary["index"].as_str().unwrap();
+    assert!(
+        shown.ends_with("/ray") && !shown.contains(REDIS_PASSWORD),
+        "{shown}"
+    );
+    // Each shard line counts the shard's own documents: together, the store's.
+    let progress = text(&out.stderr);
+    let per_shard: u64 = progress
+        .lines()
+        .filter_map(|l| {
+            l.split(": ")
+                .nth(1)?
+                .split(" documents")
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(Some(per_shard), summary["documents"].as_u64(), "{progress}");
     run(ns
         .command(lector_bin)
         .args(["index", "add"])

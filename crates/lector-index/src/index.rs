@@ -37,7 +37,10 @@ impl LiveSegment {
 /// The documents a filtered search may return: per segment, per document (deleted ones never).
 #[derive(Debug)]
 pub(crate) struct Allowed {
-    docs: Vec<Vec<bool>>,
+    /// One bit per document of each segment.
+    docs: Vec<Vec<u64>>,
+    /// Live documents that pass.
+    documents: usize,
     /// How many passages of each segment pass.
     pub passages: Vec<usize>,
     /// Whether BM25 counts only passing passages in its collection statistics.
@@ -49,7 +52,50 @@ pub(crate) struct Allowed {
 impl Allowed {
     /// Whether passage `p` of segment `s` may be returned.
     pub fn keeps(&self, index: &Index, s: usize, p: u32) -> bool {
-        self.docs[s][index.segments[s].segment.passages[p as usize].doc as usize]
+        let d = index.segments[s].segment.passages[p as usize].doc as usize;
+        self.docs[s][d / 64] >> (d % 64) & 1 == 1
+    }
+}
+
+/// The document sets of the filters last used on one snapshot (a tenant's, on every request of
+/// that tenant), so that each costs one pass over the documents per snapshot, not per request.
+#[derive(Default)]
+struct AllowedCache {
+    entries: std::sync::Mutex<Vec<(String, bool, Arc<Allowed>)>>,
+}
+
+impl AllowedCache {
+    /// Filters kept per snapshot (the least recently used goes first).
+    const CAPACITY: usize = 64;
+
+    fn get_or_make(
+        &self,
+        filter: &Filter,
+        own_statistics: bool,
+        make: impl FnOnce() -> Allowed,
+    ) -> Arc<Allowed> {
+        let key = format!("{filter:?}");
+        let lock = || self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let mut entries = lock();
+            if let Some(i) = entries
+                .iter()
+                .position(|(k, own, _)| *k == key && *own == own_statistics)
+            {
+                let entry = entries.remove(i);
+                let found = Arc::clone(&entry.2);
+                entries.push(entry);
+                return found;
+            }
+        }
+        // Made outside the lock: other filters' requests do not wait for this pass.
+        let made = Arc::new(make());
+        let mut entries = lock();
+        if entries.len() >= Self::CAPACITY {
+            entries.remove(0);
+        }
+        entries.push((key, own_statistics, Arc::clone(&made)));
+        made
     }
 }
 
@@ -64,6 +110,7 @@ pub struct Index {
     analyzer: Analyzer,
     live_passages: usize,
     total_len: u64,
+    allowed_cache: AllowedCache,
 }
 
 /// Counts describing an index.
@@ -183,6 +230,7 @@ impl Clone for Index {
             analyzer: Analyzer::new(self.analyzer.config()),
             live_passages: self.live_passages,
             total_len: self.total_len,
+            allowed_cache: AllowedCache::default(),
         }
     }
 }
@@ -236,6 +284,7 @@ impl Index {
             analyzer,
             live_passages,
             total_len,
+            allowed_cache: AllowedCache::default(),
         }
     }
 
@@ -403,13 +452,7 @@ impl Index {
     pub fn count(&self, filter: Option<&Filter>) -> usize {
         match filter {
             None => self.len(),
-            Some(f) => self
-                .allowed(f, false)
-                .docs
-                .iter()
-                .flatten()
-                .filter(|&&k| k)
-                .count(),
+            Some(f) => self.allowed(f, false).documents,
         }
     }
 
@@ -502,11 +545,19 @@ impl Index {
         }
     }
 
-    /// The live documents that pass `filter`, evaluated once per document; with
-    /// `own_statistics`, BM25 computes N, df and the mean length over them alone.
-    pub(crate) fn allowed(&self, filter: &Filter, own_statistics: bool) -> Allowed {
+    /// The live documents that pass `filter`, evaluated once per document and snapshot (kept
+    /// for the next request with the same filter); with `own_statistics`, BM25 computes N, df
+    /// and the mean length over them alone.
+    pub(crate) fn allowed(&self, filter: &Filter, own_statistics: bool) -> Arc<Allowed> {
+        self.allowed_cache.get_or_make(filter, own_statistics, || {
+            self.evaluate(filter, own_statistics)
+        })
+    }
+
+    fn evaluate(&self, filter: &Filter, own_statistics: bool) -> Allowed {
         let mut allowed = Allowed {
             docs: Vec::with_capacity(self.segments.len()),
+            documents: 0,
             passages: Vec::with_capacity(self.segments.len()),
             own_statistics,
             total_len: 0,
@@ -516,6 +567,7 @@ impl Index {
             let docs: Vec<bool> = (0..segment.docs.len())
                 .map(|d| !live.deleted[d] && self.passes(s, d, Some(filter)))
                 .collect();
+            allowed.documents += docs.iter().filter(|&&k| k).count();
             let passages = segment
                 .docs
                 .iter()
@@ -529,7 +581,11 @@ impl Index {
                 .filter(|p| docs[p.doc as usize])
                 .map(|p| u64::from(p.len))
                 .sum::<u64>();
-            allowed.docs.push(docs);
+            let mut bits = vec![0u64; docs.len().div_ceil(64)];
+            for (d, _) in docs.iter().enumerate().filter(|(_, &keep)| keep) {
+                bits[d / 64] |= 1 << (d % 64);
+            }
+            allowed.docs.push(bits);
             allowed.passages.push(passages);
         }
         allowed
@@ -763,7 +819,7 @@ pub struct DocumentHit {
 impl Bm25Retriever<'_> {
     /// Only documents passing `filter` come back (their scores are unchanged).
     pub fn filtered(self, filter: Option<&Filter>) -> Self {
-        let allowed = filter.map(|f| Arc::new(self.index.allowed(f, false)));
+        let allowed = filter.map(|f| self.index.allowed(f, false));
         self.only(allowed)
     }
 
@@ -824,7 +880,7 @@ impl Retriever for Bm25Retriever<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{DocumentCursor, DocumentPage};
+    use super::{AllowedCache, DocumentCursor, DocumentPage};
     use crate::{Document, Index, IndexSettings, IndexWriter};
 
     fn doc(id: &str, text: &str) -> Document {
@@ -835,6 +891,42 @@ mod tests {
             date: None,
             metadata: None,
         }
+    }
+
+    #[test]
+    fn a_filters_documents_are_found_once_per_snapshot_and_exactly() {
+        use crate::Filter;
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+        // 150 documents (more than two 64-bit words), every third of tenant "a".
+        for i in 0..150u32 {
+            let mut d = doc(&format!("d{i}"), &format!("Document number {i} about tea."));
+            let tenant = if i.is_multiple_of(3) { "a" } else { "b" };
+            d.metadata = Some(serde_json::json!({ "tenant": tenant }));
+            writer.add(d);
+        }
+        writer.commit().unwrap();
+        let index = writer.committed().clone();
+        let a = Filter::parse(r#"tenant == "a""#).unwrap();
+        let b = Filter::parse(r#"tenant == "b""#).unwrap();
+        let first = index.allowed(&a, true);
+        assert!(Arc::ptr_eq(&first, &index.allowed(&a, true)), "kept");
+        assert!(!Arc::ptr_eq(&first, &index.allowed(&a, false)), "by statistics too");
+        assert_eq!((index.count(Some(&a)), index.count(Some(&b))), (50, 100));
+        for p in 0..150u32 {
+            let doc_of = index.segments[0].segment.passages[p as usize].doc;
+            assert_eq!(first.keeps(&index, 0, p), doc_of.is_multiple_of(3), "passage {p}");
+        }
+        // The cache is bounded: old filters are made again, not kept forever.
+        for year in 0..=AllowedCache::CAPACITY {
+            index.allowed(&Filter::parse(&format!("year == {year}")).unwrap(), false);
+        }
+        assert!(!Arc::ptr_eq(&first, &index.allowed(&a, true)));
+        assert_eq!(
+            index.allowed_cache.entries.lock().unwrap().len(),
+            AllowedCache::CAPACITY
+        );
     }
 
     #[test]

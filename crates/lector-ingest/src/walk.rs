@@ -147,9 +147,23 @@ fn walk_dir(root: &Path, dir: &Path, out: &mut Walk) {
     }
 }
 
+/// A `.doc` file (Word 97-2003's binary format).
+fn is_legacy_word(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("doc"))
+}
+
 fn add_file(path: &Path, root: &Path, bytes: u64, explicit: bool, out: &mut Walk) {
     let Some(format) = Format::of(path) else {
-        if explicit {
+        if is_legacy_word(path) {
+            // A document the user meant to index, which lector cannot read: said by name, not
+            // counted among the files of other types.
+            out.errors.push(invalid(
+                path,
+                None,
+                "a legacy Word document (.doc), which lector cannot read: save it as .docx",
+            ));
+        } else if explicit {
             out.errors.push(invalid(
                 path,
                 None,

@@ -81,6 +81,7 @@ fn folders_recurse_with_relative_ids() {
     let ids: Vec<&str> = walked.files.iter().map(|f| f.id.as_str()).collect();
     assert_eq!(ids, ["a.txt", "sub/b.md", "sub/deeper/c.html"]);
     assert_eq!(walked.ignored.len(), 1);
+    assert!(walked.errors.is_empty());
     let (docs, _) = collect(&walked.files[1], &IngestOptions::default());
     assert_eq!(
         (docs[0].title.as_deref(), docs[0].text.as_str()),
@@ -90,6 +91,22 @@ fn folders_recurse_with_relative_ids() {
     assert_eq!(
         (docs[0].title.as_deref(), docs[0].text.as_str()),
         (Some("C"), "see")
+    );
+}
+
+#[test]
+fn a_legacy_word_file_in_a_folder_is_reported_by_name_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "plain").unwrap();
+    std::fs::write(dir.path().join("Report.DOC"), b"\xd0\xcf\x11\xe0 an OLE file").unwrap();
+    let walked = walk(&[dir.path().to_path_buf()]);
+    assert_eq!(walked.files.len(), 1);
+    assert!(walked.ignored.is_empty(), "{:?}", walked.ignored);
+    let said: Vec<String> = walked.errors.iter().map(|e| e.to_string()).collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("Report.DOC") && said[0].contains("save it as .docx"),
+        "{said:?}"
     );
 }
 

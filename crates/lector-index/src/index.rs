@@ -912,11 +912,18 @@ mod tests {
         let b = Filter::parse(r#"tenant == "b""#).unwrap();
         let first = index.allowed(&a, true);
         assert!(Arc::ptr_eq(&first, &index.allowed(&a, true)), "kept");
-        assert!(!Arc::ptr_eq(&first, &index.allowed(&a, false)), "by statistics too");
+        assert!(
+            !Arc::ptr_eq(&first, &index.allowed(&a, false)),
+            "by statistics too"
+        );
         assert_eq!((index.count(Some(&a)), index.count(Some(&b))), (50, 100));
         for p in 0..150u32 {
             let doc_of = index.segments[0].segment.passages[p as usize].doc;
-            assert_eq!(first.keeps(&index, 0, p), doc_of.is_multiple_of(3), "passage {p}");
+            assert_eq!(
+                first.keeps(&index, 0, p),
+                doc_of.is_multiple_of(3),
+                "passage {p}"
+            );
         }
         // The cache is bounded: old filters are made again, not kept forever.
         for year in 0..=AllowedCache::CAPACITY {

@@ -72,8 +72,8 @@ impl Index {
         options: &SearchOptions,
         embedder: Option<&'a dyn Embedder>,
     ) -> Result<Box<dyn Retriever + 'a>> {
-        let allowed = (options.filter.as_ref())
-            .map(|f| self.allowed(f, options.statistics_within_filter));
+        let allowed =
+            (options.filter.as_ref()).map(|f| self.allowed(f, options.statistics_within_filter));
         let bm25 = self.bm25(options.bm25).only(allowed.clone());
         if options.mode == Mode::Bm25 {
             return Ok(Box::new(bm25));

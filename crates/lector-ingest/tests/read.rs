@@ -98,7 +98,11 @@ fn folders_recurse_with_relative_ids() {
 fn a_legacy_word_file_in_a_folder_is_reported_by_name_not_ignored() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "plain").unwrap();
-    std::fs::write(dir.path().join("Report.DOC"), b"\xd0\xcf\x11\xe0 an OLE file").unwrap();
+    std::fs::write(
+        dir.path().join("Report.DOC"),
+        b"\xd0\xcf\x11\xe0 an OLE file",
+    )
+    .unwrap();
     let walked = walk(&[dir.path().to_path_buf()]);
     assert_eq!(walked.files.len(), 1);
     assert!(walked.ignored.is_empty(), "{:?}", walked.ignored);

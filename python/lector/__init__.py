@@ -8,6 +8,8 @@ released; this module gives it typed, documented objects:
 - :class:`Reader`: the extractive reader (``lector read``): ``read``;
 - :class:`Pipeline`: retrieve, read, aggregate (``lector ask``): ``ask`` with evidence, confidence
   and abstention;
+- :func:`calibrate`: the no-answer threshold and confidence map of an index (``lector
+  calibrate``);
 - :mod:`lector.eval`: SQuAD, trec_eval and HotpotQA scoring on Python dicts;
 - :mod:`lector.haystack` and :mod:`lector.langchain`: components for those frameworks.
 
@@ -54,6 +56,7 @@ __all__ = [
     "Prediction",
     "Reader",
     "Response",
+    "calibrate",
     "eval",
 ]
 
@@ -453,6 +456,60 @@ class Pipeline:
         ``score``, ``passage`` and ``span`` (``{byte_start, byte_end, char_start, char_end}``)."""
         raw = [h.raw if isinstance(h, Hit) else dict(h) for h in hits]
         return Response._from(self._inner.answer_passages(question, raw, options))
+
+
+def calibrate(
+    index: Index,
+    data: PathLike,
+    *,
+    target: str = "max-f1",
+    confidence: str = "isotonic",
+    retrieve: Optional[int] = None,
+    limit: Optional[int] = None,
+    evaluate: bool = False,
+    dry_run: bool = False,
+    reader: Optional[Reader] = None,
+    mode: Optional[str] = None,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Chooses the no-answer threshold and fits the confidence map of ``index`` on labelled
+    questions, as ``lector calibrate`` does, and stores them with the index (``calibration.json``)
+    unless ``dry_run``; pipelines made afterwards abstain and give confidences by them.
+
+    Args:
+        index: The index the calibration belongs to.
+        data: A SQuAD file: v2.0 (with unanswerable questions) to learn the threshold; v1.1 fits
+            only the confidence map.
+        target: ``"max-f1"`` or ``"precision=P"`` (the most answers whose exact-match precision
+            is at least P).
+        confidence: ``"isotonic"``, ``"platt"`` or ``"none"``.
+        retrieve: Read each question in the top ``retrieve`` passages of the index (as
+            ``Pipeline.ask(k=retrieve)``) instead of its gold paragraph.
+        limit: Only the first ``limit`` questions.
+        evaluate: Measure the stored calibration on ``data`` instead (nothing is written).
+        reader: The reader (default: ``Reader()``'s checkpoint).
+        mode: Retrieval of ``retrieve``: ``"bm25"``, ``"dense"`` or ``"hybrid"``.
+        progress: A progress bar on stderr.
+
+    Returns the fields of ``lector calibrate --json``: ``calibration`` (what is stored),
+    ``chosen`` and ``default`` (EM, F1, coverage and precision at the chosen and the default
+    threshold), ``confidence`` (ECE raw and calibrated) and ``written``; with ``evaluate``,
+    those of ``lector calibrate --evaluate --json``."""
+    if not isinstance(index, Index):
+        raise TypeError(f"index must be a lector.Index, not {type(index).__name__}")
+    return _lector.calibrate(
+        index._inner,
+        os.fspath(data),
+        target=target,
+        confidence=confidence,
+        retrieve=retrieve,
+        limit=limit,
+        evaluate=evaluate,
+        dry_run=dry_run,
+        reader=None if reader is None else reader.model_dir,
+        mode=mode,
+        progress=progress,
+    )
 
 
 from . import eval  # noqa: E402  (the submodule needs the names above)

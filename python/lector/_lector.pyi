@@ -63,6 +63,20 @@ class Pipeline:
         self, question: str, hits: Sequence[Mapping[str, Any]], options: Optional[Dict[str, Any]] = ...
     ) -> Dict[str, Any]: ...
 
+def calibrate(
+    index: Index,
+    squad: str,
+    *,
+    target: str = ...,
+    confidence: str = ...,
+    retrieve: Optional[int] = ...,
+    limit: Optional[int] = ...,
+    evaluate: bool = ...,
+    dry_run: bool = ...,
+    reader: Optional[str] = ...,
+    mode: Optional[str] = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
 def squad(
     dataset: Mapping[str, Any],
     predictions: Sequence[Tuple[str, str]],

@@ -135,3 +135,43 @@ def test_eval_scores_retrieval_and_hotpot():
     assert metrics["em"] == pytest.approx(39 / 40) and metrics["sp_em"] == 1.0
     with pytest.raises(lector.LectorError, match="question 0"):
         lector.eval.hotpot([{"question": "no id"}], perfect)
+
+
+def calibrate_cli(lector_bin, *args):
+    return json.loads(run_cli(lector_bin, "calibrate", "--json", *args))
+
+
+def test_calibrate_gives_the_clis_numbers_and_the_pipeline_uses_what_it_stored(lector_bin, odqa, tmp_path):
+    import shutil
+
+    # Gold paragraphs of SQuAD v2.0 (answerable and unanswerable), nothing written.
+    v2 = lector.eval.shared_data("squad/dev-v2.0.json")
+    index = lector.Index(odqa["index"])
+    ours = lector.calibrate(index, v2, limit=40, dry_run=True)
+    cli = calibrate_cli(lector_bin, "--squad", v2, "--limit", "40", "--dry-run", "--index", odqa["index"])
+    for key in ("calibration", "chosen", "default", "confidence"):
+        assert ours[key] == cli[key], key
+    assert ours["written"] is None and cli["written"] is None
+    assert ours["calibration"]["questions"] == 40
+
+    # Read from the index's top 3 passages, stored: the CLI's numbers on a copy of the index.
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    shutil.copytree(odqa["index"], mine)
+    shutil.copytree(odqa["index"], theirs)
+    ours = lector.calibrate(lector.Index(mine), SAMPLE, retrieve=3, limit=30, target="precision=0.9")
+    cli = calibrate_cli(lector_bin, "--squad", str(SAMPLE), "--retrieve", "3", "--limit", "30",
+                        "--target", "precision=0.9", "--index", str(theirs))
+    for key in ("calibration", "chosen", "default", "confidence"):
+        assert ours[key] == cli[key], key
+    assert (mine / "calibration.json").read_text() == (theirs / "calibration.json").read_text()
+    response = lector.Pipeline(lector.Index(mine)).ask(odqa["rows"][0]["question"])
+    assert response.calibrated and response.threshold == ours["calibration"]["threshold"]
+    assert response.answer is None or response.answer.confidence is not None
+
+    # Measured on other questions, nothing written; bad options are ValueErrors.
+    checked = lector.calibrate(lector.Index(mine), v2, limit=20, evaluate=True)
+    assert checked["evaluated"] == ours["calibration"] and checked["questions"] == 20
+    with pytest.raises(ValueError, match="confidence must be"):
+        lector.calibrate(index, v2, confidence="magic", dry_run=True)
+    with pytest.raises(ValueError, match="precision"):
+        lector.calibrate(index, v2, target="precision=7", dry_run=True)

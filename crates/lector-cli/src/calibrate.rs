@@ -1,9 +1,9 @@
 //! `lector calibrate`: choose the no-answer threshold and fit the confidence map on labelled
 //! questions, and store both with the index (`calibration.json`), where `lector ask` picks them
-//! up; or, with `--evaluate`, measure a stored calibration on other questions.
+//! up; or, with `--evaluate`, measure a stored calibration on other questions. The work is
+//! `lector_pipeline::calibrate`'s; this parses the arguments and renders the result.
 
 use crate::index::IndexDir;
-use crate::read::run_with_progress;
 use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt2, print_table};
 use anyhow::{Context, Result};
@@ -11,16 +11,11 @@ use clap::{Args, ValueEnum};
 use lector_eval::calibration::Method;
 use lector_eval::report::Report;
 use lector_eval::squad::{self, Dataset};
-use lector_index::DocumentStore;
+use lector_pipeline::calibrate::{self, passages_name, CalibrateOptions, Evaluation, Fit};
 use lector_pipeline::calibration::{
-    self, Calibration, ConfidenceCheck, CurvePoint, Fitted, Judgement, Reading, Target,
-    CROSS_VALIDATION_FOLDS, DEFAULT_THRESHOLD,
+    Calibration, ConfidenceCheck, CurvePoint, Target, CROSS_VALIDATION_FOLDS, DEFAULT_THRESHOLD,
 };
-use lector_pipeline::config::reader_name;
-use lector_pipeline::odqa::gold_queries;
-use lector_pipeline::{AskOptions, Built, Stage};
-use lector_reader::Reader;
-use serde_json::{json, Value};
+use lector_pipeline::{Progress, Stage};
 use std::path::{Path, PathBuf};
 
 /// The confidence map `lector calibrate` fits.
@@ -109,52 +104,74 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         })?),
         _ => None,
     };
-    let dataset = read_questions(&args, stored.is_none())?;
-    let reader_dir = lector_models::registry::resolve_reader(args.model.as_deref())?;
-    let readings = match args.retrieve {
-        None => read_gold(&reader_dir, &dataset)?,
-        Some(k) => {
-            let store = store.as_deref().context("--retrieve reads from an index")?;
-            read_retrieved(&args, store, &dataset, k)?
-        }
+    let dataset = read_questions(&args)?;
+    let options = CalibrateOptions {
+        target: args.target,
+        confidence: args.confidence.method(),
+        retrieve: args.retrieve,
+        pipeline: pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank),
+        data: file_name(&args.squad),
     };
-    let judgement = calibration::judge(&dataset, &readings)?;
-    if let Some(stored) = stored {
-        return evaluate(&args, &dataset, &stored, &judgement);
-    }
-    let fitted = calibration::fit(&judgement, args.target)?;
-    let confidence = match args.confidence.method() {
-        Some(method) => Some(calibration::fit_confidence(method, &judgement.answers)?),
-        None => None,
+    let store = store.as_deref();
+    let bar = progress_bar();
+    let start = std::time::Instant::now();
+    let mut progress = |p: Progress| {
+        bar.set_message(match p.stage {
+            Stage::Rerank => "questions reranked",
+            Stage::Read => "passages read",
+            Stage::ReadGold => "questions read",
+        });
+        bar.set_length(p.total as u64);
+        bar.set_position(p.done as u64);
     };
-    let mut stored = Calibration::new(
-        &fitted.chosen,
-        args.target,
-        &reader_name(&reader_dir),
-        &file_name(&args.squad),
-        dataset.questions.len(),
-    );
-    stored.retrieved = args.retrieve;
-    stored.confidence = confidence;
-    if let (false, Some(store)) = (args.dry_run, &store) {
-        stored.save_to(store)?;
-    }
-    let check = calibration::check_confidence(
-        stored.confidence.as_ref().map(|c| &c.map),
-        &judgement.answers,
-    );
-    if let Some(path) = &args.html {
-        let mut report = fitted.html_report(&args.squad, args.target);
-        check.add_to(
-            &mut report,
-            stored
-                .confidence
-                .as_ref()
-                .and_then(|c| c.ece_cross_validated),
+    let read = |bar: &indicatif::ProgressBar| {
+        bar.finish_and_clear();
+        eprintln!(
+            "{} questions read in {}, in {:.1} s",
+            dataset.questions.len(),
+            passages_name(args.retrieve),
+            start.elapsed().as_secs_f64()
         );
+    };
+    if let Some(stored) = stored {
+        let evaluation =
+            calibrate::evaluate(store, &stored, &dataset, &options, &notify, &mut progress)?;
+        read(&bar);
+        warn(&evaluation.warnings);
+        return show_evaluation(&args, &dataset, &evaluation);
+    }
+    let fit = calibrate::fit(store, &dataset, &options, &notify, &mut progress)?;
+    read(&bar);
+    warn(&fit.warnings);
+    if let (false, Some(store)) = (args.dry_run, store) {
+        fit.calibration.save_to(store)?;
+    }
+    if let Some(path) = &args.html {
+        let mut report = fit.fitted.html_report(&args.squad, args.target);
+        let confidence = &fit.confidence;
+        confidence
+            .check
+            .add_to(&mut report, confidence.ece_cross_validated);
         report.write(path)?;
     }
-    print_result(&args, &location, &dataset, &stored, &fitted, &check)
+    show_fit(&args, &location, &dataset, &fit)
+}
+
+fn progress_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
+        )
+        .expect("valid template"),
+    );
+    bar
+}
+
+fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
 }
 
 /// The retrieval and rerank flags only mean something with --retrieve: refuse them without it
@@ -171,19 +188,12 @@ fn check_retrieval_flags(args: &CalibrateArgs) -> Result<()> {
     Ok(())
 }
 
-/// The questions of `--squad`, the first `--limit`; warns when a threshold is to be fitted on
-/// data without unanswerable questions.
-fn read_questions(args: &CalibrateArgs, fitting: bool) -> Result<Dataset> {
+/// The questions of `--squad`, the first `--limit`.
+fn read_questions(args: &CalibrateArgs) -> Result<Dataset> {
     let mut dataset = squad::read_dataset(&args.squad)?;
     dataset.questions.truncate(args.limit.unwrap_or(usize::MAX));
     if dataset.questions.is_empty() {
         anyhow::bail!("{}: no questions", args.squad.display());
-    }
-    if fitting && dataset.questions.iter().all(|q| q.has_answer()) {
-        eprintln!(
-            "warning: {} has no unanswerable question: the threshold will only learn to answer (use SQuAD v2.0 data); the confidence map is fitted as usual",
-            args.squad.display()
-        );
     }
     Ok(dataset)
 }
@@ -195,91 +205,11 @@ fn file_name(path: &Path) -> String {
     )
 }
 
-/// Each question read by the reader alone in its gold paragraph.
-fn read_gold(reader_dir: &Path, dataset: &Dataset) -> Result<Vec<Reading>> {
-    let reader = Reader::load(reader_dir)
-        .with_context(|| format!("loading the reader from {}", reader_dir.display()))?;
-    let queries = gold_queries(dataset);
-    let predictions = run_with_progress(&reader, &queries, &calibration::read_params())?;
-    Ok(predictions.iter().map(Reading::from_prediction).collect())
-}
-
-/// Each question answered by the pipeline over the index from its top `k` passages, without the
-/// index's current calibration (whose threshold and map must not shape what is fitted).
-fn read_retrieved(
-    args: &CalibrateArgs,
-    store: &dyn DocumentStore,
-    dataset: &Dataset,
-    k: usize,
-) -> Result<Vec<Reading>> {
-    let config = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
-    let Built {
-        pipeline, search, ..
-    } = config.build_over(store, None, &notify)?;
-    let options = AskOptions {
-        search: Some(search),
-        k,
-        ..AskOptions::default()
-    };
-    let questions: Vec<&str> = dataset
-        .questions
-        .iter()
-        .map(|q| q.question.as_str())
-        .collect();
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
-        )
-        .expect("valid template"),
-    );
-    let start = std::time::Instant::now();
-    let responses = pipeline.ask_many(&questions, &options, &mut |p| {
-        bar.set_message(match p.stage {
-            Stage::Rerank => "questions reranked",
-            Stage::Read | Stage::ReadGold => "passages read",
-        });
-        bar.set_length(p.total as u64);
-        bar.set_position(p.done as u64);
-    })?;
-    bar.finish_and_clear();
-    eprintln!(
-        "{} questions, top {k} passages each, in {:.1} s",
-        questions.len(),
-        start.elapsed().as_secs_f64()
-    );
-    Ok(responses.iter().map(Reading::from_response).collect())
-}
-
-/// How the passages were chosen, for messages.
-fn passages_name(retrieved: Option<usize>) -> String {
-    match retrieved {
-        None => "gold paragraphs".into(),
-        Some(k) => format!("the top {k} retrieved passages"),
-    }
-}
-
 /// `--evaluate`: the stored threshold and map measured on this data.
-fn evaluate(
-    args: &CalibrateArgs,
-    dataset: &Dataset,
-    stored: &Calibration,
-    judgement: &Judgement,
-) -> Result<()> {
-    if stored.retrieved != args.retrieve {
-        eprintln!(
-            "warning: the calibration was fitted on {}, and is evaluated here on {}",
-            passages_name(stored.retrieved),
-            passages_name(args.retrieve)
-        );
-    }
-    let curve = calibration::curve(&judgement.questions);
-    let at = |t: f64| calibration::point_at(&curve, t).expect("the curve starts at 0");
-    let (threshold, default) = (at(stored.threshold), at(DEFAULT_THRESHOLD));
-    let check = calibration::check_confidence(
-        stored.confidence.as_ref().map(|c| &c.map),
-        &judgement.answers,
-    );
+fn show_evaluation(args: &CalibrateArgs, dataset: &Dataset, evaluation: &Evaluation) -> Result<()> {
+    let stored = &evaluation.evaluated;
+    let (threshold, default) = (&evaluation.stored_threshold, &evaluation.default);
+    let check = &evaluation.confidence;
     if let Some(path) = &args.html {
         let mut report = Report::new(format!(
             "Calibration check: {} (fitted on {})",
@@ -287,8 +217,8 @@ fn evaluate(
             stored.data
         ));
         let rows = [
-            threshold_row("stored", stored.threshold, &threshold),
-            threshold_row("default", DEFAULT_THRESHOLD, &default),
+            threshold_row("stored", stored.threshold, threshold),
+            threshold_row("default", DEFAULT_THRESHOLD, default),
         ];
         report.table(
             "No-answer thresholds on this data",
@@ -299,26 +229,19 @@ fn evaluate(
         report.write(path)?;
     }
     if args.json {
-        let out = json!({
-            "evaluated": stored,
-            "questions": dataset.questions.len(),
-            "stored_threshold": threshold,
-            "default": default,
-            "confidence": check,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(evaluation)?);
         return Ok(());
     }
     print_questions(dataset, &format!("calibration fitted on {}", stored.data));
     print_table(
         &THRESHOLD_HEADER,
         &[
-            threshold_row("stored", stored.threshold, &threshold),
-            threshold_row("default (0.5)", DEFAULT_THRESHOLD, &default),
+            threshold_row("stored", stored.threshold, threshold),
+            threshold_row("default (0.5)", DEFAULT_THRESHOLD, default),
         ],
     );
     println!();
-    print_confidence(stored, &check, "calibrated (stored map)", None);
+    print_confidence(stored, check, "calibrated (stored map)", None);
     println!("evaluated only: nothing written");
     Ok(())
 }
@@ -388,30 +311,13 @@ fn print_confidence(
     print_table(&["confidence", "ECE"], &rows);
 }
 
-fn print_result(
-    args: &CalibrateArgs,
-    location: &str,
-    dataset: &Dataset,
-    stored: &Calibration,
-    fitted: &Fitted,
-    check: &ConfidenceCheck,
-) -> Result<()> {
+fn show_fit(args: &CalibrateArgs, location: &str, dataset: &Dataset, fit: &Fit) -> Result<()> {
     let file = Path::new(location).join(lector_pipeline::calibration::CALIBRATION_FILE);
-    let (chosen, default) = (&fitted.chosen, &fitted.default);
-    let cross_validated = stored
-        .confidence
-        .as_ref()
-        .and_then(|c| c.ece_cross_validated);
+    let (chosen, default) = (&fit.chosen, &fit.default);
+    let cross_validated = fit.confidence.ece_cross_validated;
     if args.json {
-        let mut confidence = serde_json::to_value(check)?;
-        confidence["ece_cross_validated"] = cross_validated.map_or(Value::Null, Value::from);
-        let out = json!({
-            "calibration": stored,
-            "chosen": chosen,
-            "default": default,
-            "confidence": confidence,
-            "written": (!args.dry_run).then(|| file.display().to_string()),
-        });
+        let mut out = serde_json::to_value(fit)?;
+        out["written"] = serde_json::json!((!args.dry_run).then(|| file.display().to_string()));
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
@@ -432,8 +338,8 @@ fn print_result(
     );
     println!();
     print_confidence(
-        stored,
-        check,
+        &fit.calibration,
+        &fit.confidence.check,
         "calibrated (on the answers it was fitted on)",
         cross_validated,
     );

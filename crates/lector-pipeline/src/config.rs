@@ -169,6 +169,15 @@ pub struct Built<S = Index> {
 }
 
 impl PipelineConfig {
+    /// The reader's checkpoint folder (`reader`, else `$LECTOR_READER`, else the shipped one).
+    pub fn reader_dir(&self) -> Result<PathBuf> {
+        lector_models::registry::resolve_reader(self.reader.as_deref()).map_err(|e| Error::Model {
+            what: "reader",
+            path: self.reader.clone().unwrap_or_default(),
+            message: e.to_string(),
+        })
+    }
+
     /// Opens the index in `index_dir` and builds the pipeline over it.
     pub fn open(&self, index_dir: &Path, notify: &dyn Fn(&str)) -> Result<Built> {
         self.build(Index::open(index_dir)?, notify)
@@ -192,14 +201,7 @@ impl PipelineConfig {
     ) -> Result<Built<S>> {
         let search = self.retrieval.search_options(&index)?;
         let embedder = self.retrieval.embedder_for(&index, notify)?;
-        let reader_dir =
-            lector_models::registry::resolve_reader(self.reader.as_deref()).map_err(|e| {
-                Error::Model {
-                    what: "reader",
-                    path: self.reader.clone().unwrap_or_default(),
-                    message: e.to_string(),
-                }
-            })?;
+        let reader_dir = self.reader_dir()?;
         let reader = Reader::load(&reader_dir)?;
         let mut warnings = Vec::new();
         if let Some(c) = &calibration {

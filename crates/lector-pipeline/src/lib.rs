@@ -35,6 +35,7 @@
 
 pub mod aggregate;
 pub mod ambiguity;
+pub mod calibrate;
 pub mod calibration;
 pub mod config;
 pub mod error;

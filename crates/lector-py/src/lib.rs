@@ -15,6 +15,7 @@ use serde_json::{Map, Number, Value};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod calibrate;
 mod eval;
 mod index;
 mod pipeline;
@@ -190,6 +191,7 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::Index>()?;
     m.add_class::<reader::Reader>()?;
     m.add_class::<pipeline::Pipeline>()?;
+    m.add_function(wrap_pyfunction!(calibrate::calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(eval::squad, m)?)?;
     m.add_function(wrap_pyfunction!(eval::retrieval, m)?)?;
     m.add_function(wrap_pyfunction!(eval::hotpot, m)?)?;

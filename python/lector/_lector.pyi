@@ -77,6 +77,22 @@ def calibrate(
     mode: Optional[str] = ...,
     progress: bool = ...,
 ) -> Dict[str, Any]: ...
+def odqa(
+    pipeline: Pipeline,
+    data: str,
+    *,
+    k: int = ...,
+    limit: Optional[int] = ...,
+    squad: bool = ...,
+    vote: bool = ...,
+    rank_prior: float = ...,
+    ambiguity_odds: float = ...,
+    resamples: int = ...,
+    confidence: float = ...,
+    seed: int = ...,
+    per_question: bool = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
 def squad(
     dataset: Mapping[str, Any],
     predictions: Sequence[Tuple[str, str]],

@@ -2,16 +2,22 @@
 
 - :func:`squad`: SQuAD v1.1/v2.0 EM and F1, identical to the official evaluation scripts;
 - :func:`retrieval`: trec_eval's nDCG, recall, precision, MRR and MAP (as ``pytrec_eval``);
-- :func:`hotpot`: HotpotQA's answer, supporting-fact and joint metrics (``hotpot_evaluate_v1.py``).
+- :func:`hotpot`: HotpotQA's answer, supporting-fact and joint metrics (``hotpot_evaluate_v1.py``);
+- :func:`odqa`: a pipeline on a question set end to end (``lector eval odqa``): EM/F1 with
+  bootstrap intervals, answer recall, and where each answer was lost.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Sequence
+import os
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
 
 from . import _lector
 
-__all__ = ["hotpot", "retrieval", "shared_data", "squad"]
+if TYPE_CHECKING:
+    from . import Pipeline
+
+__all__ = ["hotpot", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -58,3 +64,38 @@ def shared_data(relative: str) -> str:
     ``../shared/data`` beside the checkout lector was built from (as lector's own tests resolve it).
     Raises :class:`lector.LectorError` saying where it looked when it is missing."""
     return str(_lector.shared_data(relative))
+
+
+def odqa(
+    pipeline: "Pipeline",
+    data: Union[str, "os.PathLike[str]"],
+    *,
+    k: int = 5,
+    limit: Optional[int] = None,
+    squad: bool = True,
+    vote: bool = False,
+    rank_prior: float = 2.0,
+    ambiguity_odds: float = 3.0,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    per_question: bool = False,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Asks every question of ``data`` through ``pipeline`` (its index, reader, retrieval and
+    calibration) from the top ``k`` passages and scores the answers, as ``lector eval odqa
+    --json`` does: ``data`` is a SQuAD file whose paragraphs the index holds (unanswerable v2.0
+    questions included, and each answerable one also read in its gold paragraph), or with
+    ``squad=False`` JSON lines ``{"question", "answer": [...]}`` (NQ-open). Returns EM/F1 with
+    ``resamples`` bootstrap intervals at ``confidence``, answer recall at k, abstentions and the
+    outcome of every question (retrieval, ranking or reading miss); ``per_question`` adds the
+    per-question records of ``--per-question``."""
+    from . import Pipeline
+
+    if not isinstance(pipeline, Pipeline):
+        raise TypeError(f"pipeline must be a lector.Pipeline, not {type(pipeline).__name__}")
+    return _lector.odqa(
+        pipeline._inner, os.fspath(data), k=k, limit=limit, squad=squad, vote=vote,
+        rank_prior=rank_prior, ambiguity_odds=ambiguity_odds, resamples=resamples,
+        confidence=confidence, seed=seed, per_question=per_question, progress=progress,
+    )

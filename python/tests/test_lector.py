@@ -175,3 +175,21 @@ def test_calibrate_gives_the_clis_numbers_and_the_pipeline_uses_what_it_stored(l
         lector.calibrate(index, v2, confidence="magic", dry_run=True)
     with pytest.raises(ValueError, match="precision"):
         lector.calibrate(index, v2, target="precision=7", dry_run=True)
+
+
+def test_eval_odqa_gives_the_clis_numbers(lector_bin, odqa, tmp_path):
+    # The CLI indexes the sample's paragraphs and asks 30 questions; Python asks them through a
+    # pipeline over the index the CLI kept.
+    kept = tmp_path / "index"
+    cli = json.loads(run_cli(lector_bin, "eval", "odqa", "--squad", str(SAMPLE), "--index", str(kept),
+                             "--limit", "30", "--k", "3", "--json"))
+    ours = lector.eval.odqa(lector.Pipeline(lector.Index(kept)), SAMPLE, limit=30, k=3, per_question=True)
+    timings = {"seconds", "mean_timings_ms"}
+    assert {key for key in cli if key not in timings} <= set(ours)
+    for key in cli:
+        if key not in timings:
+            assert ours[key] == cli[key], key
+    assert ours["questions"] == 30 and ours["k"] == 3
+    assert len(ours["per_question"]) == 30
+    with pytest.raises(ValueError, match="k must be between"):
+        lector.eval.odqa(lector.Pipeline(lector.Index(kept)), SAMPLE, k=0)

@@ -100,3 +100,72 @@ pub fn shared_data(relative: &str) -> PyResult<std::path::PathBuf> {
         ))),
     }
 }
+
+/// `lector eval odqa` through `pipeline`: every question of `data` (a SQuAD file whose
+/// paragraphs the pipeline's index holds, unanswerable v2.0 questions included; or, with
+/// `squad=False`, JSON lines `{"question", "answer": [...]}` asked of the index), the first
+/// `limit`, answered from the top `k` passages. Returns the fields of `lector eval odqa --json`
+/// (with `per_question`, also its per-question lines).
+#[pyfunction]
+#[pyo3(signature = (pipeline, data, *, k = 5, limit = None, squad = true, vote = false,
+    rank_prior = lector_pipeline::DEFAULT_RANK_PRIOR, ambiguity_odds = lector_pipeline::DEFAULT_AMBIGUITY_ODDS,
+    resamples = 1000, confidence = 0.95, seed = 0, per_question = false, progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn odqa(
+    py: Python<'_>,
+    pipeline: &Bound<'_, crate::pipeline::Pipeline>,
+    data: std::path::PathBuf,
+    k: usize,
+    limit: Option<usize>,
+    squad: bool,
+    vote: bool,
+    rank_prior: f64,
+    ambiguity_odds: f64,
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+    per_question: bool,
+    progress: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_pipeline::odqa as run;
+    if resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "resamples must be at least 1 and confidence in (0, 1)",
+        ));
+    }
+    let options = lector_pipeline::AskOptions {
+        search: Some(pipeline.get().search().clone()),
+        k,
+        vote,
+        rank_prior,
+        ambiguity_odds,
+        ..lector_pipeline::AskOptions::default()
+    };
+    options.validate().map_err(crate::bad_argument)?;
+    let built = pipeline.get().current(py)?;
+    let bar = crate::index::bar(progress);
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let dataset = match squad {
+            true => run::squad_questions(&data, limit, true).or_raise()?.0,
+            false => run::open_questions(&data, limit).or_raise()?.0,
+        };
+        let results = run::evaluate(built.as_ref(), dataset, &options, squad, &mut |p| {
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+        })
+        .or_raise()?;
+        let settings = lector_eval::stats::Bootstrap {
+            resamples,
+            confidence,
+            seed,
+        };
+        let intervals = results.intervals(&settings);
+        let mut out = serde_json::Value::Object(results.summary_json(&intervals, confidence));
+        if per_question {
+            out["per_question"] = results.per_question().into();
+        }
+        Ok(out)
+    })?;
+    bar.finish_and_clear();
+    Ok(serialized(py, &out)?.unbind())
+}

@@ -23,8 +23,16 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// The search options the pipeline was built with.
+    pub(crate) fn search(&self) -> &lector_index::SearchOptions {
+        &self.search
+    }
+
     /// The pipeline over the index object's current snapshot, rebuilt around it when it changed.
-    fn current(&self, py: Python<'_>) -> PyResult<Arc<lector_pipeline::Pipeline<Snapshot>>> {
+    pub(crate) fn current(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<Arc<lector_pipeline::Pipeline<Snapshot>>> {
         let snapshot = self.index.get().snapshot()?;
         let built = Arc::clone(&self.built.read().expect("not poisoned"));
         if Arc::ptr_eq(built.store(), &snapshot) {

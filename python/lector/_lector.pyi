@@ -93,6 +93,16 @@ def odqa(
     per_question: bool = ...,
     progress: bool = ...,
 ) -> Dict[str, Any]: ...
+def compare(
+    a: Any,
+    b: Any,
+    *,
+    metric: str = ...,
+    trials: int = ...,
+    resamples: int = ...,
+    confidence: float = ...,
+    seed: int = ...,
+) -> Dict[str, Any]: ...
 def squad(
     dataset: Mapping[str, Any],
     predictions: Sequence[Tuple[str, str]],

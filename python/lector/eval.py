@@ -4,7 +4,9 @@
 - :func:`retrieval`: trec_eval's nDCG, recall, precision, MRR and MAP (as ``pytrec_eval``);
 - :func:`hotpot`: HotpotQA's answer, supporting-fact and joint metrics (``hotpot_evaluate_v1.py``);
 - :func:`odqa`: a pipeline on a question set end to end (``lector eval odqa``): EM/F1 with
-  bootstrap intervals, answer recall, and where each answer was lost.
+  bootstrap intervals, answer recall, and where each answer was lost;
+- :func:`compare`: two systems on the same questions, paired bootstrap and randomisation test
+  (``lector eval compare``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline
 
-__all__ = ["hotpot", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["compare", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -99,3 +101,25 @@ def odqa(
         rank_prior=rank_prior, ambiguity_odds=ambiguity_odds, resamples=resamples,
         confidence=confidence, seed=seed, per_question=per_question, progress=progress,
     )
+
+
+def compare(
+    a: Union[str, "os.PathLike[str]", Sequence[Mapping[str, Any]]],
+    b: Union[str, "os.PathLike[str]", Sequence[Mapping[str, Any]]],
+    *,
+    metric: str = "f1",
+    trials: int = 10_000,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Dict[str, Any]:
+    """System ``b`` against system ``a`` on the same questions (``lector eval compare``): each is a
+    JSON lines file or a list of per-question dicts with ``id`` and ``metric`` (such as
+    ``odqa(..., per_question=True)["per_question"]``). Returns ``mean_a``, ``mean_b``,
+    ``difference`` (the mean of ``b - a`` with its paired-bootstrap interval at ``confidence``)
+    and the approximate-randomisation ``p_value`` over ``trials``."""
+    def side(x: Any) -> Any:
+        return os.fspath(x) if isinstance(x, (str, os.PathLike)) else list(x)
+
+    return _lector.compare(side(a), side(b), metric=metric, trials=trials, resamples=resamples,
+                           confidence=confidence, seed=seed)

@@ -193,3 +193,16 @@ def test_eval_odqa_gives_the_clis_numbers(lector_bin, odqa, tmp_path):
     assert len(ours["per_question"]) == 30
     with pytest.raises(ValueError, match="k must be between"):
         lector.eval.odqa(lector.Pipeline(lector.Index(kept)), SAMPLE, k=0)
+
+    # k = 1 against k = 3 on the same questions: Python's paired test equals `lector eval compare`'s.
+    one = lector.eval.odqa(lector.Pipeline(lector.Index(kept)), SAMPLE, limit=30, k=1, per_question=True)
+    files = []
+    for name, rows in (("k1", one["per_question"]), ("k3", ours["per_question"])):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        files.append(str(path))
+    cli = json.loads(run_cli(lector_bin, "eval", "compare", *files, "--metric", "f1", "--trials", "2000", "--json"))
+    assert lector.eval.compare(one["per_question"], ours["per_question"], trials=2000) == cli
+    assert lector.eval.compare(*files, trials=2000) == cli
+    with pytest.raises(ValueError, match="different questions"):
+        lector.eval.compare(one["per_question"][:10], ours["per_question"], trials=10)

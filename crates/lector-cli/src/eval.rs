@@ -4,7 +4,7 @@ use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use lector_eval::squad::{self, NoAnswer};
-use lector_eval::stats::{self, Bootstrap, Interval};
+use lector_eval::stats::{Bootstrap, Interval};
 use lector_eval::summary::{self, Intervals};
 use lector_eval::{paired, retrieval, rouge};
 use serde_json::{json, Map, Value};
@@ -491,21 +491,16 @@ fn print_intervals(
 fn compare(args: CompareArgs) -> Result<()> {
     let a = paired::read_scores(&args.a, &args.metric)?;
     let b = paired::read_scores(&args.b, &args.metric)?;
-    let (xs, ys) = paired::align(&args.a, &a, &args.b, &b)?;
     let settings = args.bootstrap.settings();
-    let result = stats::compare_paired(&xs, &ys, &settings, args.trials);
+    let result = paired::compare(
+        (&args.a, &a),
+        (&args.b, &b),
+        &args.metric,
+        &settings,
+        args.trials,
+    )?;
     if args.json {
-        let out = json!({
-            "metric": args.metric,
-            "questions": xs.len(),
-            "mean_a": result.mean_a,
-            "mean_b": result.mean_b,
-            "difference": result.difference,
-            "confidence": settings.confidence,
-            "p_value": result.p_value,
-            "trials": result.trials,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&result)?);
         return Ok(());
     }
     let d = result.difference;
@@ -521,7 +516,7 @@ fn compare(args: CompareArgs) -> Result<()> {
         ],
         &[vec![
             args.metric.clone(),
-            xs.len().to_string(),
+            result.questions.to_string(),
             format!("{:.4}", result.mean_a),
             format!("{:.4}", result.mean_b),
             format!("{:+.4}", d.mean),

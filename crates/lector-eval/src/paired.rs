@@ -11,6 +11,12 @@ use std::path::Path;
 /// (`eval squad --per-question`, `eval odqa --per-question`, ...). Booleans count as 0/1.
 pub fn read_scores(path: &Path, metric: &str) -> Result<Vec<(String, f64)>> {
     let lines: Vec<Value> = read_jsonl(path)?;
+    scores_of(&lines, metric, path)
+}
+
+/// [`read_scores`] of records already read; `source` names them in errors.
+pub fn scores_of(lines: &[Value], metric: &str, source: &Path) -> Result<Vec<(String, f64)>> {
+    let path = source;
     lines
         .iter()
         .enumerate()
@@ -82,6 +88,44 @@ pub fn align(
     }
     let ys = a.iter().map(|(id, _)| b_by_id[id.as_str()]).collect();
     Ok((a.iter().map(|(_, v)| *v).collect(), ys))
+}
+
+/// What `lector eval compare --json` prints: both systems' means of `metric` over the same
+/// questions, the difference `b - a` with its paired-bootstrap interval at `confidence`, and the
+/// randomisation p-value.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Comparison {
+    pub metric: String,
+    pub questions: usize,
+    pub mean_a: f64,
+    pub mean_b: f64,
+    pub difference: crate::stats::Interval,
+    pub confidence: f64,
+    pub p_value: f64,
+    pub trials: usize,
+}
+
+/// Pairs the two systems' per-question scores by id (see [`align`]) and compares them with
+/// [`crate::stats::compare_paired`].
+pub fn compare(
+    (source_a, a): (&Path, &[(String, f64)]),
+    (source_b, b): (&Path, &[(String, f64)]),
+    metric: &str,
+    settings: &crate::stats::Bootstrap,
+    trials: usize,
+) -> Result<Comparison> {
+    let (xs, ys) = align(source_a, a, source_b, b)?;
+    let result = crate::stats::compare_paired(&xs, &ys, settings, trials);
+    Ok(Comparison {
+        metric: metric.to_string(),
+        questions: xs.len(),
+        mean_a: result.mean_a,
+        mean_b: result.mean_b,
+        difference: result.difference,
+        confidence: settings.confidence,
+        p_value: result.p_value,
+        trials: result.trials,
+    })
 }
 
 #[cfg(test)]

@@ -169,3 +169,61 @@ pub fn odqa(
     bar.finish_and_clear();
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// `lector eval compare`: system B against system A on the same questions, by `metric` (a field
+/// of each per-question record; booleans count 0/1). `a` and `b` are JSON lines files or lists of
+/// dicts with `id` (e.g. `odqa(..., per_question=True)["per_question"]`). Returns the fields
+/// of `lector eval compare --json`: the means, the paired-bootstrap interval of `b - a` and the
+/// approximate-randomisation p-value over `trials`.
+#[pyfunction]
+#[pyo3(signature = (a, b, *, metric = "f1", trials = 10_000, resamples = 1000, confidence = 0.95, seed = 0))]
+#[allow(clippy::too_many_arguments)]
+pub fn compare(
+    py: Python<'_>,
+    a: Bound<'_, PyAny>,
+    b: Bound<'_, PyAny>,
+    metric: &str,
+    trials: usize,
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+) -> PyResult<Py<PyAny>> {
+    use lector_eval::paired;
+    if trials == 0 || resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "trials and resamples must be at least 1, and confidence in (0, 1)",
+        ));
+    }
+    let scores = |side: &Bound<'_, PyAny>,
+                  name: &str|
+     -> PyResult<(std::path::PathBuf, Vec<(String, f64)>)> {
+        if let Ok(path) = side.extract::<std::path::PathBuf>() {
+            let scores = paired::read_scores(&path, metric).or_raise()?;
+            return Ok((path, scores));
+        }
+        let records = match from_py(side, name)? {
+            serde_json::Value::Array(records) => records,
+            _ => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "{name} must be a path or a list of per-question dicts"
+                )))
+            }
+        };
+        let source = std::path::PathBuf::from(name);
+        let scores = paired::scores_of(&records, metric, &source)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        Ok((source, scores))
+    };
+    let (source_a, a) = scores(&a, "a")?;
+    let (source_b, b) = scores(&b, "b")?;
+    let settings = lector_eval::stats::Bootstrap {
+        resamples,
+        confidence,
+        seed,
+    };
+    let result = py.detach(|| {
+        paired::compare((&source_a, &a), (&source_b, &b), metric, &settings, trials)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
+    })?;
+    Ok(serialized(py, &result)?.unbind())
+}

@@ -6,13 +6,16 @@ The first --limit questions of SQuAD v1.1 dev; the corpus is every paragraph of 
 passage each on both sides (lector with --passage-words 1000, Haystack's InMemoryDocumentStore with the
 paragraphs as documents). k = 5 passages per question, one question per call, 2 threads (torch) and
 2 cores (lector). Each side runs in its own process (peak RSS is its own); model loading and a warm-up
-question are excluded. Prints questions/s, the ratio to Haystack, EM/F1 (official SQuAD v1.1 metric),
+question are excluded. The sides take turns over --rounds rounds (bench/rounds.py: the order reversed
+every other round, the load average recorded at each start), so load from other jobs lands on both;
+the speed table gives each side's min / median / max questions/s, the ratio of medians and the
+per-round ratios. Then questions/s of the median round, the ratio to Haystack, EM/F1 (official SQuAD v1.1 metric),
 answers equal to Haystack's, and top-5 retrieval agreement. Then the Python call's overhead over the
 Rust call: `Pipeline.ask` wall time minus the stage times lector measures inside Rust, and
 `Reader.read_batch` against `lector read --squad` on the gold paragraphs.
 
     bash bench/setup-haystack.sh          # the environment (prints its interpreter)
-    PY=$(bash bench/setup-haystack.sh | tail -1); $PY bench/haystack_peer.py [--limit 300] [--lector BIN]
+    PY=$(bash bench/setup-haystack.sh | tail -1); $PY bench/haystack_peer.py [--limit 300] [--rounds 3] [--lector BIN]
 """
 import argparse
 import json
@@ -25,6 +28,7 @@ import tempfile
 import time
 
 from cpu import line as cpu_line
+from rounds import alternate, summary, table
 
 # Haystack sends usage telemetry by default; a benchmark reaches nothing beyond this machine.
 os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
@@ -197,6 +201,7 @@ def run_side(name, limit, work):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3, help="turns each side takes (default 3)")
     parser.add_argument("--lector", help="the lector binary for `lector read` (default: target/release/lector)")
     parser.add_argument("--side", choices=SIDES)
     parser.add_argument("--work")
@@ -214,9 +219,22 @@ def main():
     dataset, questions = subset(args.limit)
     work = tempfile.mkdtemp(prefix="haystack-peer-")
     lector_index(dataset, work)  # built once, outside the timings
-    results = {name: run_side(name, args.limit, work) for name in SIDES}
+    def turn(name):
+        result = run_side(name, args.limit, work)
+        return dict(result, rate=len(questions) / result["seconds"])
+
+    runs = alternate({name: (lambda name=name: turn(name)) for name in SIDES}, args.rounds)
+    speed = summary(runs, "haystack")
+    # The answers of each side's median round (answers do not depend on the round).
+    results = {}
+    for name, side_runs in runs.items():
+        ordered = sorted(side_runs, key=lambda r: r["rate"])
+        results[name] = ordered[len(ordered) // 2]
     peer = results["haystack"]
     print(f"CPU: {cpu_line()}; {len(questions)} SQuAD v1.1 dev questions, {sum(len(a['paragraphs']) for a in dataset['data'])} paragraphs, k={K}\n")
+    print(f"Speed over {args.rounds} alternating rounds:\n")
+    print(table(speed, "questions/s", "haystack"))
+    print(f"\nEach side's median round ({args.rounds} rounds):\n")
     gold = asked_only(dataset, questions)
     print("| side | questions/s | vs Haystack | EM / F1 (abstaining) | EM / F1 (best span) | best span equal to Haystack's | abstained | peak RSS |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -25,24 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sizing import DATA, ROOT, free_port, run, used_memory  # noqa: E402
 from cpu import line as cpu_line  # noqa: E402
-
-
-def pdf_of(objects):
-    """A PDF of `objects` (object i + 1 is objects[i]) with its cross-reference table."""
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for i, body in enumerate(objects):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % (i + 1) + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
-
-
-def escape(text):
-    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+from pdf_objects import escape, pdf_of  # noqa: E402
 
 
 def long_pdf(pages):

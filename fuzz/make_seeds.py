@@ -18,6 +18,10 @@ import pathlib
 import struct
 import sys
 
+# PDFs are written object by object as the benchmarks write them.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
+from pdf_objects import pdf_of  # noqa: E402
+
 
 def write(out, target, name, data):
     folder = out / target
@@ -173,20 +177,6 @@ def seeds_pdf(data, out):
         objects.append(item + b" >>")
     objects[2] = b"<< /Type /Outlines /First %d 0 R /Last %d 0 R /Count 500 >>" % (first, first + 499)
     write(out, "ingest_pdf", "long-outline", pdf_of(objects))
-
-
-def pdf_of(objects):
-    """A PDF of `objects` (object i + 1 is objects[i]) with its cross-reference table."""
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for i, body in enumerate(objects):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % (i + 1) + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
 
 
 def seeds_window(data, out):

@@ -3,6 +3,7 @@
 //! up; or, with `--evaluate`, measure a stored calibration on other questions. The work is
 //! `lector_pipeline::calibrate`'s; this parses the arguments and renders the result.
 
+use crate::eval::odqa::{progress_bar, show_progress};
 use crate::index::IndexDir;
 use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt2, print_table};
@@ -15,7 +16,7 @@ use lector_pipeline::calibrate::{self, passages_name, CalibrateOptions, Evaluati
 use lector_pipeline::calibration::{
     Calibration, ConfidenceCheck, CurvePoint, Target, CROSS_VALIDATION_FOLDS, DEFAULT_THRESHOLD,
 };
-use lector_pipeline::{Progress, Stage};
+use lector_pipeline::Progress;
 use std::path::{Path, PathBuf};
 
 /// The confidence map `lector calibrate` fits.
@@ -113,17 +114,9 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         data: file_name(&args.squad),
     };
     let store = store.as_deref();
-    let bar = progress_bar();
+    let bar = progress_bar(0);
     let start = std::time::Instant::now();
-    let mut progress = |p: Progress| {
-        bar.set_message(match p.stage {
-            Stage::Rerank => "questions reranked",
-            Stage::Read => "passages read",
-            Stage::ReadGold => "questions read",
-        });
-        bar.set_length(p.total as u64);
-        bar.set_position(p.done as u64);
-    };
+    let mut progress = |p: Progress| show_progress(&bar, p);
     let read = |bar: &indicatif::ProgressBar| {
         bar.finish_and_clear();
         eprintln!(
@@ -155,17 +148,6 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         report.write(path)?;
     }
     show_fit(&args, &location, &dataset, &fit)
-}
-
-fn progress_bar() -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(0);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} {msg} [{elapsed_precise}<{eta_precise}]",
-        )
-        .expect("valid template"),
-    );
-    bar
 }
 
 fn warn(warnings: &[String]) {

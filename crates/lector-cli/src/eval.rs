@@ -18,7 +18,7 @@ mod faithfulness;
 mod generative;
 mod hotpot;
 mod judge;
-mod odqa;
+pub(crate) mod odqa;
 mod with_index;
 
 #[derive(Subcommand)]

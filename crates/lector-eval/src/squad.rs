@@ -53,6 +53,13 @@ pub struct Dataset {
     pub questions: Vec<Question>,
 }
 
+impl Dataset {
+    /// The questions' texts, in order (what a pipeline is asked).
+    pub fn question_texts(&self) -> Vec<&str> {
+        self.questions.iter().map(|q| q.question.as_str()).collect()
+    }
+}
+
 /// A SQuAD file as written: articles, their paragraphs and questions. The one SQuAD parser of
 /// lector: evaluation reads questions from it, ingestion reads paragraphs. Fields the official
 /// scripts do not read (answer_start, is_impossible, ...) are ignored.

@@ -227,11 +227,7 @@ fn read_retrieved(
         k,
         ..AskOptions::default()
     };
-    let questions: Vec<&str> = dataset
-        .questions
-        .iter()
-        .map(|q| q.question.as_str())
-        .collect();
+    let questions = dataset.question_texts();
     let responses = pipeline.ask_many(&questions, &ask, progress)?;
     Ok(responses.iter().map(Reading::from_response).collect())
 }

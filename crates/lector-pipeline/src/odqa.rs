@@ -279,11 +279,7 @@ pub fn evaluate<S: DocumentStore>(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<OdqaResults> {
     let start = Instant::now();
-    let questions: Vec<&str> = dataset
-        .questions
-        .iter()
-        .map(|q| q.question.as_str())
-        .collect();
+    let questions = dataset.question_texts();
     let responses = pipeline.ask_many(&questions, options, progress)?;
     let seconds = start.elapsed().as_secs_f64();
     let predictions: squad::Predictions = dataset

@@ -122,11 +122,7 @@ fn ask_index(dir: &Path, args: &CanaryArgs, dataset: &Dataset) -> Result<Answers
         k: args.k,
         ..AskOptions::default()
     };
-    let questions: Vec<&str> = dataset
-        .questions
-        .iter()
-        .map(|q| q.question.as_str())
-        .collect();
+    let questions = dataset.question_texts();
     let bar = progress_bar(0, "passages read");
     let start = Instant::now();
     let responses = pipeline.ask_many(&questions, &options, &mut |p| {

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lector_eval::squad::{self, Dataset};
 use lector_index::{DocumentStore, SearchOptions};
 use lector_pipeline::odqa::{self, OdqaResults};
-use lector_pipeline::{AskOptions, Built, Pipeline, Stage};
+use lector_pipeline::{AskOptions, Built, Pipeline, Progress, Stage};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -145,15 +145,7 @@ fn evaluate<S: DocumentStore>(
         dataset,
         &options,
         args.squad.is_some(),
-        &mut |p| {
-            bar.set_message(match p.stage {
-                Stage::Rerank => "questions reranked",
-                Stage::Read => "passages read",
-                Stage::ReadGold => "gold paragraphs read",
-            });
-            bar.set_length(p.total as u64);
-            bar.set_position(p.done as u64);
-        },
+        &mut |p| show_progress(&bar, p),
     )?;
     bar.finish_and_clear();
     results.withheld = withheld;
@@ -232,8 +224,19 @@ pub(super) fn open_questions(path: &Path, limit: Option<usize>) -> Result<Datase
     Ok(dataset)
 }
 
+/// Shows a pipeline's progress (reranking, reading retrieved passages or gold paragraphs) on `bar`.
+pub(crate) fn show_progress(bar: &ProgressBar, p: Progress) {
+    bar.set_message(match p.stage {
+        Stage::Rerank => "questions reranked",
+        Stage::Read => "passages read",
+        Stage::ReadGold => "gold paragraphs read",
+    });
+    bar.set_length(p.total as u64);
+    bar.set_position(p.done as u64);
+}
+
 /// A bar of `{pos}/{len}` with the message and an ETA (shared by the eval subcommands).
-pub(super) fn progress_bar(total: u64) -> ProgressBar {
+pub(crate) fn progress_bar(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template(

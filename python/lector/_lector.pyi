@@ -92,6 +92,9 @@ def odqa(
     seed: int = ...,
     per_question: bool = ...,
     progress: bool = ...,
+    by: Sequence[str] = ...,
+    overlap_bins: int = ...,
+    low_overlap: float = ...,
 ) -> Dict[str, Any]: ...
 def compare(
     a: Any,
@@ -108,6 +111,13 @@ def squad(
     predictions: Sequence[Tuple[str, str]],
     na_probs: Optional[Sequence[Tuple[str, float]]] = ...,
     na_prob_thresh: float = ...,
+    *,
+    by: Sequence[str] = ...,
+    overlap_bins: int = ...,
+    low_overlap: float = ...,
+    resamples: int = ...,
+    confidence: float = ...,
+    seed: int = ...,
 ) -> Dict[str, Any]: ...
 def retrieval(
     qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], ks: Sequence[int] = ...

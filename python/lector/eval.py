@@ -19,10 +19,14 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline
 
-__all__ = ["compare", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "compare", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
+
+
+#: The breakdowns of ``by=``: question type, and question-context lexical overlap.
+BREAKDOWNS = ("qtype", "overlap")
 
 
 def squad(
@@ -30,13 +34,32 @@ def squad(
     predictions: Mapping[str, str],
     na_probs: Optional[Mapping[str, float]] = None,
     na_prob_thresh: float = 1.0,
+    *,
+    by: Sequence[str] = (),
+    overlap_bins: int = 4,
+    low_overlap: float = 0.5,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> Dict[str, Any]:
     """Scores ``predictions`` (``{question id: answer}``, ``""`` for no answer) against a SQuAD
     dataset (the parsed JSON file). Returns the official script's output: ``exact_match`` and
     ``f1`` for v1.1; ``exact``, ``f1``, ``total``, the ``HasAns_``/``NoAns_`` breakdown and, with
-    ``na_probs``, the best thresholds for v2.0."""
+    ``na_probs``, the best thresholds for v2.0.
+
+    ``by`` (names from :data:`BREAKDOWNS`) adds ``breakdowns``, as ``lector eval squad --by``:
+    ``{"qtype": [...], "overlap": [...]}``, each group with ``label``, ``questions`` and
+    ``exact_match``/``f1`` (percent, with ``resamples`` bootstrap bounds at ``confidence``).
+    Overlap groups are ``overlap_bins`` quantile bins plus the questions below ``low_overlap``."""
     probs = None if na_probs is None else list(na_probs.items())
-    return _lector.squad(dataset, list(predictions.items()), probs, na_prob_thresh)
+    return _lector.squad(dataset, list(predictions.items()), probs, na_prob_thresh,
+                         by=_facets(by), overlap_bins=overlap_bins, low_overlap=low_overlap,
+                         resamples=resamples, confidence=confidence, seed=seed)
+
+
+def _facets(by: Sequence[str]) -> list:
+    # One name is a common slip for a one-element list: read it as one facet, not its letters.
+    return [by] if isinstance(by, str) else list(by)
 
 
 def retrieval(
@@ -83,6 +106,9 @@ def odqa(
     seed: int = 0,
     per_question: bool = False,
     progress: bool = False,
+    by: Sequence[str] = (),
+    overlap_bins: int = 4,
+    low_overlap: float = 0.5,
 ) -> Dict[str, Any]:
     """Asks every question of ``data`` through ``pipeline`` (its index, reader, retrieval and
     calibration) from the top ``k`` passages and scores the answers, as ``lector eval odqa
@@ -91,7 +117,8 @@ def odqa(
     ``squad=False`` JSON lines ``{"question", "answer": [...]}`` (NQ-open). Returns EM/F1 with
     ``resamples`` bootstrap intervals at ``confidence``, answer recall at k, abstentions and the
     outcome of every question (retrieval, ranking or reading miss); ``per_question`` adds the
-    per-question records of ``--per-question``."""
+    per-question records of ``--per-question``; ``by`` the end-to-end ``breakdowns`` of
+    :func:`squad` (overlap needs SQuAD data, whose questions have their paragraphs)."""
     from . import Pipeline
 
     if not isinstance(pipeline, Pipeline):
@@ -100,6 +127,7 @@ def odqa(
         pipeline._inner, os.fspath(data), k=k, limit=limit, squad=squad, vote=vote,
         rank_prior=rank_prior, ambiguity_odds=ambiguity_odds, resamples=resamples,
         confidence=confidence, seed=seed, per_question=per_question, progress=progress,
+        by=_facets(by), overlap_bins=overlap_bins, low_overlap=low_overlap,
     )
 
 

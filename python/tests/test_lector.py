@@ -22,16 +22,22 @@ def test_reader_answers_equal_the_cli_and_score_the_same(lector_bin, sample, tmp
     pred_file = tmp_path / "pred.json"
     run_cli(lector_bin, "read", "--squad", str(SAMPLE), "--out", str(pred_file))
     cli_predictions = json.loads(pred_file.read_text())
-    cli_scores = json.loads(run_cli(lector_bin, "eval", "squad", str(SAMPLE), str(pred_file), "--json"))
+    cli_scores = json.loads(run_cli(lector_bin, "eval", "squad", str(SAMPLE), str(pred_file), "--json",
+                                    "--by", "qtype,overlap"))
 
     pairs = sample_pairs(sample)
     predictions = lector.Reader().read_batch([(q, c) for _, q, c in pairs])
     ours = {qid: p.answer.text for (qid, _, _), p in zip(pairs, predictions)}
     assert len(ours) == 216
     assert ours == cli_predictions
-    scores = lector.eval.squad(sample, ours)
+    scores = lector.eval.squad(sample, ours, by=lector.eval.BREAKDOWNS)
     assert scores["exact_match"] == cli_scores["exact_match"]
     assert scores["f1"] == cli_scores["f1"]
+    # The breakdowns, intervals included, are the CLI's to the last digit.
+    assert scores["breakdowns"] == cli_scores["breakdowns"]
+    assert sum(g["questions"] for g in scores["breakdowns"]["qtype"]) == 216
+    with pytest.raises(ValueError, match="unknown breakdown `length`"):
+        lector.eval.squad(sample, ours, by="length")
     # Offsets are characters of the context.
     _, question, context = pairs[0]
     best = lector.Reader().read(question, context).answer
@@ -182,8 +188,10 @@ def test_eval_odqa_gives_the_clis_numbers(lector_bin, odqa, tmp_path):
     # pipeline over the index the CLI kept.
     kept = tmp_path / "index"
     cli = json.loads(run_cli(lector_bin, "eval", "odqa", "--squad", str(SAMPLE), "--index", str(kept),
-                             "--limit", "30", "--k", "3", "--json"))
-    ours = lector.eval.odqa(lector.Pipeline(lector.Index(kept)), SAMPLE, limit=30, k=3, per_question=True)
+                             "--limit", "30", "--k", "3", "--json", "--by", "qtype,overlap"))
+    ours = lector.eval.odqa(lector.Pipeline(lector.Index(kept)), SAMPLE, limit=30, k=3, per_question=True,
+                            by=("qtype", "overlap"))
+    assert sum(g["questions"] for g in ours["breakdowns"]["qtype"]) == 30
     timings = {"seconds", "mean_timings_ms"}
     assert {key for key in cli if key not in timings} <= set(ours)
     for key in cli:

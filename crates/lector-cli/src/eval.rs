@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use lector_eval::squad::{self, NoAnswer};
 use lector_eval::stats::{Bootstrap, Interval};
 use lector_eval::summary::{self, Intervals};
-use lector_eval::{paired, retrieval, rouge};
+use lector_eval::{breakdown, paired, retrieval, rouge};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -87,6 +87,48 @@ fn parse_confidence(text: &str) -> Result<f64, String> {
     }
 }
 
+/// Score breakdowns shared by `eval squad` and `eval odqa`.
+#[derive(Args, Clone)]
+pub struct BreakdownArgs {
+    /// Also report EM/F1 by `qtype` (what, who, when, where, why, how, how many, which, other)
+    /// and/or by question-context lexical `overlap` (quantile bins and the low-overlap subset),
+    /// each group with its interval. Comma-separated or repeated.
+    #[arg(long, value_delimiter = ',', value_name = "FACET")]
+    by: Vec<breakdown::Facet>,
+    /// Quantile bins of the overlap breakdown.
+    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 4)]
+    overlap_bins: usize,
+    /// Questions with overlap below this form the low-overlap group.
+    #[arg(value_parser = crate::values::non_negative, long, default_value_t = 0.5)]
+    low_overlap: f64,
+}
+
+impl BreakdownArgs {
+    /// The requested breakdowns of `scores` (one per question of `questions`).
+    pub(crate) fn compute(
+        &self,
+        questions: &[squad::Question],
+        scores: &[squad::QuestionScore],
+        settings: &Bootstrap,
+    ) -> Result<Vec<breakdown::Breakdown>> {
+        let bins = breakdown::OverlapBins {
+            bins: self.overlap_bins,
+            low: self.low_overlap,
+        };
+        Ok(breakdown::breakdowns(
+            &self.by, questions, scores, bins, settings,
+        )?)
+    }
+}
+
+/// Prints each breakdown as a table after a blank line.
+pub(crate) fn print_breakdowns(breakdowns: &[breakdown::Breakdown]) {
+    for b in breakdowns {
+        println!();
+        print_table(&b.header(), &b.rows());
+    }
+}
+
 /// Output options shared by the scoring subcommands.
 #[derive(Args)]
 pub struct OutputArgs {
@@ -118,6 +160,8 @@ pub struct SquadArgs {
     /// Write one JSON line per question (id, prediction, best gold, em, f1, has_ans, na_prob).
     #[arg(long)]
     per_question: Option<PathBuf>,
+    #[command(flatten)]
+    breakdown: BreakdownArgs,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -248,6 +292,9 @@ fn squad(args: SquadArgs) -> Result<()> {
 
     let settings = args.output.bootstrap.settings();
     let intervals = summary::squad_intervals(&evaluation.questions, evaluation.version, &settings);
+    let breakdowns =
+        args.breakdown
+            .compute(&dataset.questions, &evaluation.questions, &settings)?;
     if let Some(path) = &args.out_file {
         write_file(path, &serde_json::to_string(&evaluation.summary)?)?;
     }
@@ -255,21 +302,26 @@ fn squad(args: SquadArgs) -> Result<()> {
         write_jsonl(path, &evaluation.questions)?;
     }
     if let Some(path) = &args.output.html {
-        summary::squad_report(
+        let mut report = summary::squad_report(
             &args.data,
             &evaluation,
             &intervals,
             settings.confidence,
             args.na_prob_thresh,
-        )
-        .write(path)?;
+        );
+        breakdowns.iter().for_each(|b| b.add_to(&mut report));
+        report.write(path)?;
     }
     if args.output.json {
         let mut out = evaluation.summary.clone();
         out.insert("intervals".into(), serde_json::to_value(&intervals)?);
+        if !breakdowns.is_empty() {
+            out.insert("breakdowns".into(), breakdown::to_json(&breakdowns));
+        }
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         print_squad_table(&evaluation.summary, &intervals, settings.confidence);
+        print_breakdowns(&breakdowns);
     }
     // The process ends next: freeing ~100k small strings one by one would cost more than the
     // scoring's slowest stage, so leave that to the operating system.

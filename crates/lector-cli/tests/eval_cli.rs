@@ -76,6 +76,82 @@ fn squad_json_output_report_and_per_question_file() {
     assert!(page.contains("HasAns / NoAns breakdown") && page.contains("<svg"));
 }
 
+/// Gold answers of the v1.1 dev set for the questions `keep` accepts, a wrong answer for the
+/// others (not "": a gold answer such as "the" normalises to "" and would match it).
+fn v11_predictions(keep: impl Fn(&str) -> bool) -> (serde_json::Map<String, Value>, usize) {
+    let data: Value =
+        serde_json::from_str(&std::fs::read_to_string(shared("squad/dev-v1.1.json")).unwrap())
+            .unwrap();
+    let mut preds = serde_json::Map::new();
+    let mut kept = 0;
+    for article in data["data"].as_array().unwrap() {
+        for paragraph in article["paragraphs"].as_array().unwrap() {
+            for qa in paragraph["qas"].as_array().unwrap() {
+                let answer = match keep(qa["question"].as_str().unwrap()) {
+                    true => {
+                        kept += 1;
+                        qa["answers"][0]["text"].clone()
+                    }
+                    false => Value::String("zzxq".into()),
+                };
+                preds.insert(qa["id"].as_str().unwrap().to_string(), answer);
+            }
+        }
+    }
+    (preds, kept)
+}
+
+#[test]
+fn squad_breakdowns_by_question_type_and_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    // Only questions that open with "Who" are answered: the who-group scores, what-questions
+    // (which never open with "Who") score nothing.
+    let (preds, answered) = v11_predictions(|q| q.starts_with("Who "));
+    let preds = write(dir.path(), "pred.json", &Value::Object(preds).to_string());
+    let html = dir.path().join("report.html");
+    let data = shared("squad/dev-v1.1.json");
+    let args = ["eval", "squad", &data, &preds, "--by", "qtype,overlap"];
+    let out = lector(&[&args[..], &["--json", "--html", html.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let groups = |facet: &str| json["breakdowns"][facet].as_array().unwrap().clone();
+    let qtype = groups("qtype");
+    let total: u64 = qtype.iter().map(|g| g["questions"].as_u64().unwrap()).sum();
+    assert_eq!(total, 10570);
+    let group = |label: &str| qtype.iter().find(|g| g["label"] == label).unwrap().clone();
+    let who = group("who");
+    assert!(who["questions"].as_u64().unwrap() >= answered as u64);
+    assert!(who["exact_match"]["mean"].as_f64().unwrap() > 50.0, "{who}");
+    assert_eq!(group("what")["exact_match"]["mean"].as_f64().unwrap(), 0.0);
+    assert!(group("what")["questions"].as_u64().unwrap() > 4000);
+
+    // Quantile bins cover every question once, in rising overlap; the low group is extra.
+    let overlap = groups("overlap");
+    let (bins, low) = overlap.split_at(overlap.len() - 1);
+    assert!(bins.len() >= 2, "{overlap:?}");
+    let binned: u64 = bins.iter().map(|g| g["questions"].as_u64().unwrap()).sum();
+    assert_eq!(binned, 10570);
+    assert!(low[0]["label"]
+        .as_str()
+        .unwrap()
+        .starts_with("low (< 0.50)"));
+    assert!(low[0]["questions"].as_u64().unwrap() > 0);
+
+    let table = lector(&args);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("question type") && text.contains("how many"),
+        "{text}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("By question type") && page.contains("By question-context lexical overlap")
+    );
+
+    let bad = lector(&["eval", "squad", &data, &preds, "--by", "length"]);
+    assert!(stderr(&bad).contains("unknown breakdown `length` (qtype or overlap)"));
+}
+
 #[test]
 fn compare_finds_a_real_difference_and_refuses_different_question_sets() {
     let dir = tempfile::tempdir().unwrap();

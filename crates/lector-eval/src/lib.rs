@@ -5,6 +5,7 @@
 //! - [`rouge`]: ROUGE-1/2/L/Lsum identical to Google's `rouge-score` package.
 //! - [`retrieval`]: trec_eval-compatible ranking metrics and answer-containment recall.
 //! - [`stats`]: bootstrap confidence intervals and paired significance tests.
+//! - [`breakdown`]: scores by question type and by question-context lexical overlap.
 //! - [`summary`]: headline metrics with intervals and the HTML report of each evaluation.
 //! - [`paired`]: two systems' per-question scores paired by question id.
 //! - [`report`]: self-contained HTML reports with inline SVG charts.
@@ -15,6 +16,7 @@
 //! - [`jsonl`]: the one JSON-lines reader of lector, with its rule for a torn last line.
 
 pub mod bertscore;
+pub mod breakdown;
 pub mod calibration;
 pub mod canary;
 pub mod data;

@@ -1,25 +1,93 @@
 //! `lector._lector.squad|retrieval|hotpot`: the official metrics of `lector eval`, on Python data.
 
 use crate::{from_py, serialized, OrRaise};
+use lector_eval::breakdown::{self, Facet, OverlapBins};
 use lector_eval::hotpot as hotpot_eval;
 use lector_eval::retrieval::{Qrels, Run, DEFAULT_KS};
 use lector_eval::squad as squad_eval;
+use lector_eval::stats::Bootstrap;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The breakdowns asked for by name (`qtype`, `overlap`), with their settings.
+pub(crate) struct BreakdownRequest {
+    facets: Vec<Facet>,
+    bins: OverlapBins,
+    settings: Bootstrap,
+}
+
+impl BreakdownRequest {
+    /// Checks the names and settings; an unknown facet or a bad setting is a `ValueError`.
+    pub fn new(by: &[String], bins: usize, low: f64, settings: Bootstrap) -> PyResult<Self> {
+        let facets = by
+            .iter()
+            .map(|name| name.parse::<Facet>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(crate::bad_argument)?;
+        if bins == 0 || low.is_nan() || low < 0.0 {
+            return Err(crate::bad_argument(
+                "overlap_bins must be at least 1 and low_overlap at least 0",
+            ));
+        }
+        if settings.resamples == 0 || !(settings.confidence > 0.0 && settings.confidence < 1.0) {
+            return Err(crate::bad_argument(
+                "resamples must be at least 1 and confidence in (0, 1)",
+            ));
+        }
+        let bins = OverlapBins { bins, low };
+        Ok(BreakdownRequest {
+            facets,
+            bins,
+            settings,
+        })
+    }
+
+    /// Adds `breakdowns` to `out` when any was asked for.
+    pub fn add(
+        &self,
+        out: &mut serde_json::Map<String, serde_json::Value>,
+        questions: &[squad_eval::Question],
+        scores: &[squad_eval::QuestionScore],
+    ) -> PyResult<()> {
+        if self.facets.is_empty() {
+            return Ok(());
+        }
+        let found =
+            breakdown::breakdowns(&self.facets, questions, scores, self.bins, &self.settings)
+                .or_raise()?;
+        out.insert("breakdowns".into(), breakdown::to_json(&found));
+        Ok(())
+    }
+}
+
 /// SQuAD v1.1/v2.0 scores of `predictions` (`{id: answer}`) against `dataset` (a SQuAD dataset
 /// dict), with the official script's keys and values; for v2.0, `na_probs` (`{id: p}`) and the
-/// threshold above which a question is predicted unanswerable.
+/// threshold above which a question is predicted unanswerable. `by` adds `breakdowns` (as
+/// `lector eval squad --by`), with bootstrap intervals.
 #[pyfunction]
-#[pyo3(signature = (dataset, predictions, na_probs = None, na_prob_thresh = 1.0))]
+#[pyo3(signature = (dataset, predictions, na_probs = None, na_prob_thresh = 1.0, *, by = Vec::new(),
+    overlap_bins = 4, low_overlap = 0.5, resamples = 1000, confidence = 0.95, seed = 0))]
+#[allow(clippy::too_many_arguments)]
 pub fn squad(
     py: Python<'_>,
     dataset: Bound<'_, PyAny>,
     predictions: Vec<(String, String)>,
     na_probs: Option<Vec<(String, f64)>>,
     na_prob_thresh: f64,
+    by: Vec<String>,
+    overlap_bins: usize,
+    low_overlap: f64,
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
 ) -> PyResult<Py<PyAny>> {
+    let settings = Bootstrap {
+        resamples,
+        confidence,
+        seed,
+    };
+    let request = BreakdownRequest::new(&by, overlap_bins, low_overlap, settings)?;
     let text = from_py(&dataset, "dataset")?.to_string();
     let summary = py.detach(|| {
         let dataset = squad_eval::parse_dataset(Path::new("<dataset>"), &text).or_raise()?;
@@ -27,9 +95,10 @@ pub fn squad(
             probs: na_probs.as_ref(),
             threshold: na_prob_thresh,
         };
-        squad_eval::evaluate(&dataset, &predictions, &no_answer)
-            .or_raise()
-            .map(|evaluation| evaluation.summary)
+        let evaluation = squad_eval::evaluate(&dataset, &predictions, &no_answer).or_raise()?;
+        let mut summary = evaluation.summary;
+        request.add(&mut summary, &dataset.questions, &evaluation.questions)?;
+        PyResult::Ok(summary)
     })?;
     Ok(serialized(py, &summary)?.unbind())
 }
@@ -109,7 +178,8 @@ pub fn shared_data(relative: &str) -> PyResult<std::path::PathBuf> {
 #[pyfunction]
 #[pyo3(signature = (pipeline, data, *, k = 5, limit = None, squad = true, vote = false,
     rank_prior = lector_pipeline::DEFAULT_RANK_PRIOR, ambiguity_odds = lector_pipeline::DEFAULT_AMBIGUITY_ODDS,
-    resamples = 1000, confidence = 0.95, seed = 0, per_question = false, progress = false))]
+    resamples = 1000, confidence = 0.95, seed = 0, per_question = false, progress = false,
+    by = Vec::new(), overlap_bins = 4, low_overlap = 0.5))]
 #[allow(clippy::too_many_arguments)]
 pub fn odqa(
     py: Python<'_>,
@@ -126,13 +196,17 @@ pub fn odqa(
     seed: u64,
     per_question: bool,
     progress: bool,
+    by: Vec<String>,
+    overlap_bins: usize,
+    low_overlap: f64,
 ) -> PyResult<Py<PyAny>> {
     use lector_pipeline::odqa as run;
-    if resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
-        return Err(pyo3::exceptions::PyValueError::new_err(
-            "resamples must be at least 1 and confidence in (0, 1)",
-        ));
-    }
+    let settings = Bootstrap {
+        resamples,
+        confidence,
+        seed,
+    };
+    let request = BreakdownRequest::new(&by, overlap_bins, low_overlap, settings)?;
     let options = lector_pipeline::AskOptions {
         search: Some(pipeline.get().search().clone()),
         k,
@@ -154,13 +228,14 @@ pub fn odqa(
             bar.set_position(p.done as u64);
         })
         .or_raise()?;
-        let settings = lector_eval::stats::Bootstrap {
-            resamples,
-            confidence,
-            seed,
-        };
         let intervals = results.intervals(&settings);
-        let mut out = serde_json::Value::Object(results.summary_json(&intervals, confidence));
+        let mut summary = results.summary_json(&intervals, confidence);
+        request.add(
+            &mut summary,
+            &results.dataset.questions,
+            &results.end_to_end,
+        )?;
+        let mut out = serde_json::Value::Object(summary);
         if per_question {
             out["per_question"] = results.per_question().into();
         }

@@ -8,6 +8,7 @@ use crate::table::{fmt2, print_table};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use lector_eval::breakdown;
 use lector_eval::squad::{self, Dataset};
 use lector_index::{DocumentStore, SearchOptions};
 use lector_pipeline::odqa::{self, OdqaResults};
@@ -69,6 +70,8 @@ pub struct OdqaArgs {
     /// answer is ambiguous and its readings.
     #[arg(long, value_name = "FILE")]
     per_question: Option<PathBuf>,
+    #[command(flatten)]
+    breakdown: super::BreakdownArgs,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -250,16 +253,22 @@ pub(crate) fn progress_bar(total: u64) -> ProgressBar {
 fn report(results: &OdqaResults, input: &Path, args: &OdqaArgs) -> Result<()> {
     let settings = args.output.bootstrap.settings();
     let intervals = results.intervals(&settings);
+    let breakdowns =
+        args.breakdown
+            .compute(&results.dataset.questions, &results.end_to_end, &settings)?;
     if let Some(path) = &args.per_question {
         write_jsonl(path, &results.per_question())?;
     }
     if let Some(path) = &args.output.html {
-        results
-            .html_report(input, &intervals, settings.confidence)
-            .write(path)?;
+        let mut report = results.html_report(input, &intervals, settings.confidence);
+        breakdowns.iter().for_each(|b| b.add_to(&mut report));
+        report.write(path)?;
     }
     if args.output.json {
-        let out = results.summary_json(&intervals, settings.confidence);
+        let mut out = results.summary_json(&intervals, settings.confidence);
+        if !breakdowns.is_empty() {
+            out.insert("breakdowns".into(), breakdown::to_json(&breakdowns));
+        }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
@@ -294,5 +303,6 @@ fn report(results: &OdqaResults, input: &Path, args: &OdqaArgs) -> Result<()> {
         &["outcome", "questions", "share (%)"],
         &results.outcome_rows(),
     );
+    super::print_breakdowns(&breakdowns);
     Ok(())
 }

@@ -144,7 +144,8 @@ pub struct OutputArgs {
 
 #[derive(Args)]
 pub struct SquadArgs {
-    /// SQuAD dataset file (v1.1 or v2.0 format; its `version` picks the official rules).
+    /// SQuAD dataset file (v1.1 or v2.0 format; its `version` picks the official rules), or an
+    /// MRQA file (`.jsonl` / `.jsonl.gz`, scored as mrqa_official_eval.py does).
     data: PathBuf,
     /// Predictions: {"question id": "answer", ...}; "" means no answer.
     predictions: PathBuf,
@@ -160,6 +161,10 @@ pub struct SquadArgs {
     /// Write one JSON line per question (id, prediction, best gold, em, f1, has_ans, na_prob).
     #[arg(long)]
     per_question: Option<PathBuf>,
+    /// Leave questions without a prediction out of the totals instead of scoring them 0 (the
+    /// MRQA script's flag).
+    #[arg(long)]
+    skip_no_answer: bool,
     #[command(flatten)]
     breakdown: BreakdownArgs,
     #[command(flatten)]
@@ -273,8 +278,18 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
 }
 
 fn squad(args: SquadArgs) -> Result<()> {
-    let dataset = squad::read_dataset(&args.data)?;
+    let mut dataset = squad::read_dataset(&args.data)?;
     let predictions = squad::read_predictions(&args.predictions)?;
+    if args.skip_no_answer {
+        dataset.retain_predicted(&predictions);
+        if dataset.questions.is_empty() {
+            bail!(
+                "{}: no question of {} has a prediction",
+                args.predictions.display(),
+                args.data.display()
+            );
+        }
+    }
     let na_probs = args
         .na_prob_file
         .as_deref()

@@ -152,6 +152,100 @@ fn squad_breakdowns_by_question_type_and_overlap() {
     assert!(stderr(&bad).contains("unknown breakdown `length` (qtype or overlap)"));
 }
 
+/// The v1.1 dev set written in the MRQA format (header line, one context per line), gzipped.
+fn write_mrqa(dir: &Path) -> String {
+    use std::io::Write;
+    let data: Value =
+        serde_json::from_str(&std::fs::read_to_string(shared("squad/dev-v1.1.json")).unwrap())
+            .unwrap();
+    let mut lines = vec![serde_json::json!({"header": {"dataset": "SQuAD", "mrqa_split": "dev"}})];
+    for article in data["data"].as_array().unwrap() {
+        for paragraph in article["paragraphs"].as_array().unwrap() {
+            let qas: Vec<Value> = paragraph["qas"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|qa| {
+                    let answers: Vec<&Value> = qa["answers"].as_array().unwrap().iter().map(|a| &a["text"]).collect();
+                    serde_json::json!({"qid": qa["id"], "question": qa["question"], "answers": answers,
+                        "detected_answers": [], "is_impossible": false})
+                })
+                .collect();
+            lines.push(serde_json::json!({"context": paragraph["context"], "qas": qas}));
+        }
+    }
+    let path = dir.join("SQuAD.jsonl.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    for line in lines {
+        writeln!(gz, "{line}").unwrap();
+    }
+    gz.finish().unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn mrqa_files_score_by_the_official_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let mrqa = write_mrqa(dir.path());
+    let (preds, answered) = v11_predictions(|q| q.starts_with("Who "));
+    let all = write(
+        dir.path(),
+        "all.json",
+        &Value::Object(preds.clone()).to_string(),
+    );
+    let json = |args: &[&str]| -> Value {
+        let out = lector(&[&["eval", "squad"], args, &["--json"]].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // The same questions and answers score the same in both formats (MRQA's script is SQuAD
+    // v1.1's over a dictionary of questions).
+    let squad_scores = json(&[&shared("squad/dev-v1.1.json"), &all]);
+    let mrqa_scores = json(&[&mrqa, &all]);
+    for key in ["exact_match", "f1"] {
+        assert_eq!(mrqa_scores[key], squad_scores[key], "{key}");
+    }
+    // Only the answered questions predicted: missing ones score 0, or with --skip-no-answer
+    // leave the total (every kept prediction is a gold answer: 100).
+    let kept: serde_json::Map<String, Value> =
+        preds.into_iter().filter(|(_, a)| a != "zzxq").collect();
+    assert_eq!(kept.len(), answered);
+    let some = write(dir.path(), "some.json", &Value::Object(kept).to_string());
+    let missing = json(&[&mrqa, &some]);
+    let expected = 100.0 * answered as f64 / 10570.0;
+    assert!((missing["exact_match"].as_f64().unwrap() - expected).abs() < 1e-9);
+    let skipped = json(&[&mrqa, &some, "--skip-no-answer"]);
+    assert_eq!(skipped["exact_match"].as_f64().unwrap(), 100.0);
+
+    // `read` takes the same file: its predictions are keyed by `qid`.
+    let read_out = dir.path().join("read.json");
+    let out = lector(&[
+        "read",
+        "--squad",
+        &mrqa,
+        "--limit",
+        "2",
+        "--out",
+        read_out.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&read_out).unwrap()).unwrap();
+    assert_eq!(read.len(), 2);
+    assert!(read.contains_key("56be4db0acb8001400a502ec"), "{read:?}");
+
+    let none = write(dir.path(), "none.json", "{}");
+    let out = lector(&["eval", "squad", &mrqa, &none, "--skip-no-answer"]);
+    assert!(
+        stderr(&out).contains("none.json: no question of"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn compare_finds_a_real_difference_and_refuses_different_question_sets() {
     let dir = tempfile::tempdir().unwrap();

@@ -13,6 +13,7 @@
 //! - [`calibration`]: isotonic and Platt confidence maps, expected calibration error, reliability bins.
 //! - [`bertscore`]: BERTScore from token embeddings, identical to the `bert-score` package.
 //! - [`canary`]: a labelled question set re-asked and compared with a stored baseline, with bounds.
+//! - [`mrqa`]: the MRQA shared task's JSON-lines format, scored by its official rules.
 //! - [`jsonl`]: the one JSON-lines reader of lector, with its rule for a torn last line.
 
 pub mod bertscore;
@@ -24,6 +25,7 @@ pub mod error;
 pub mod hotpot;
 pub mod input;
 pub mod jsonl;
+pub mod mrqa;
 pub mod normalize;
 pub mod paired;
 pub mod report;

@@ -54,6 +54,13 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// Keeps only the questions `predictions` answers: the `--skip-no-answer` rule of the MRQA
+    /// script, where a question without a prediction leaves the total instead of scoring 0.
+    pub fn retain_predicted(&mut self, predictions: &Predictions) {
+        let ids: FxHashSet<&str> = predictions.iter().map(|(id, _)| id.as_str()).collect();
+        self.questions.retain(|q| ids.contains(q.id.as_str()));
+    }
+
     /// The questions' texts, in order (what a pipeline is asked).
     pub fn question_texts(&self) -> Vec<&str> {
         self.questions.iter().map(|q| q.question.as_str()).collect()
@@ -123,8 +130,12 @@ impl SquadFile {
     }
 }
 
-/// Reads a SQuAD json file (`{"version", "data": [{"title", "paragraphs": [{"context", "qas"}]}]}`).
+/// Reads a SQuAD json file (`{"version", "data": [{"title", "paragraphs": [{"context", "qas"}]}]}`),
+/// or an MRQA file (named `.jsonl` or `.jsonl.gz`: [`crate::mrqa`]), scored by its own rules.
 pub fn read_dataset(path: &Path) -> Result<Dataset> {
+    if crate::mrqa::is_mrqa_path(path) {
+        return crate::mrqa::read_dataset(path);
+    }
     parse_dataset(path, &crate::input::read_text(path)?)
 }
 

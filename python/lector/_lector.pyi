@@ -96,6 +96,21 @@ def odqa(
     overlap_bins: int = ...,
     low_overlap: float = ...,
 ) -> Dict[str, Any]: ...
+def adversarial(
+    reader: Reader,
+    data: str,
+    *,
+    limit: Optional[int] = ...,
+    kinds: Sequence[str] = ...,
+    positions: Sequence[str] = ...,
+    candidates: int = ...,
+    distractor_seed: int = ...,
+    resamples: int = ...,
+    confidence: float = ...,
+    seed: int = ...,
+    per_question: bool = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
 def compare(
     a: Any,
     b: Any,

@@ -5,6 +5,8 @@
 - :func:`hotpot`: HotpotQA's answer, supporting-fact and joint metrics (``hotpot_evaluate_v1.py``);
 - :func:`odqa`: a pipeline on a question set end to end (``lector eval odqa``): EM/F1 with
   bootstrap intervals, answer recall, and where each answer was lost;
+- :func:`adversarial`: the reader with and without AddSent/AddAny-style distractor sentences
+  (``lector eval adversarial``);
 - :func:`compare`: two systems on the same questions, paired bootstrap and randomisation test
   (``lector eval compare``).
 """
@@ -17,9 +19,9 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
 from . import _lector
 
 if TYPE_CHECKING:
-    from . import Pipeline
+    from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "compare", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "compare", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -151,3 +153,38 @@ def compare(
 
     return _lector.compare(side(a), side(b), metric=metric, trials=trials, resamples=resamples,
                            confidence=confidence, seed=seed)
+
+
+def adversarial(
+    reader: "Reader",
+    data: Union[str, "os.PathLike[str]"],
+    *,
+    limit: Optional[int] = None,
+    kinds: Sequence[str] = ("addsent", "addany"),
+    positions: Sequence[str] = ("start", "end", "random"),
+    candidates: int = 4,
+    distractor_seed: int = 0,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    per_question: bool = False,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Reads the answerable questions of ``data`` (a SQuAD or MRQA file), the first ``limit``,
+    in their own contexts and with a distractor sentence inserted, as ``lector eval adversarial
+    --json`` does: ``addsent`` turns the question into a statement with a fake answer of the
+    right kind, ``addany`` draws ten words from the question and common words (``candidates``
+    tried, the reader's worst kept), each at ``positions`` (``start``, ``end``, ``random``).
+    Returns ``questions``, the original ``exact_match``/``f1`` and one entry of ``variants`` per
+    kind and position: EM/F1 before and after on the same questions, ``f1_change`` with its
+    paired-bootstrap interval, and ``answers_from_distractor`` (percent). ``per_question`` adds
+    each distractor with both answers."""
+    from . import Reader
+
+    if not isinstance(reader, Reader):
+        raise TypeError(f"reader must be a lector.Reader, not {type(reader).__name__}")
+    return _lector.adversarial(
+        reader._inner, os.fspath(data), limit=limit, kinds=list(kinds), positions=list(positions),
+        candidates=candidates, distractor_seed=distractor_seed, resamples=resamples,
+        confidence=confidence, seed=seed, per_question=per_question, progress=progress,
+    )

@@ -214,3 +214,18 @@ def test_eval_odqa_gives_the_clis_numbers(lector_bin, odqa, tmp_path):
     assert lector.eval.compare(*files, trials=2000) == cli
     with pytest.raises(ValueError, match="different questions"):
         lector.eval.compare(one["per_question"][:10], ours["per_question"], trials=10)
+
+
+def test_eval_adversarial_gives_the_clis_numbers(lector_bin, tmp_path):
+    args = ["--limit", "6", "--kind", "addsent,addany", "--position", "end", "--candidates", "2"]
+    records = tmp_path / "records.jsonl"
+    cli = json.loads(run_cli(lector_bin, "eval", "adversarial", str(SAMPLE), *args, "--json",
+                             "--per-question", str(records)))
+    ours = lector.eval.adversarial(lector.Reader(), SAMPLE, limit=6, kinds=["addsent", "addany"],
+                                   positions=["end"], candidates=2, per_question=True)
+    assert ours.pop("per_question") == [json.loads(line) for line in records.read_text().splitlines()]
+    cli.pop("seconds"), ours.pop("seconds")
+    assert ours == cli
+    assert [v["kind"] for v in ours["variants"]] == ["addsent", "addany"]
+    with pytest.raises(ValueError, match="unknown position `middle`"):
+        lector.eval.adversarial(lector.Reader(), SAMPLE, positions=["middle"])

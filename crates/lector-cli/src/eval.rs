@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod adversarial;
 mod bertscore;
 mod canary;
 mod faithfulness;
@@ -33,6 +34,10 @@ pub enum EvalCommand {
     /// Open-domain QA end to end: index a SQuAD file's paragraphs (or use --index), ask every
     /// question, report retrieval recall, reader and end-to-end EM/F1, and where answers are lost.
     Odqa(odqa::OdqaArgs),
+    /// The reader with and without adversarial distractor sentences (AddSent/AddAny-style, Jia
+    /// and Liang 2017) in each context: EM/F1 before and after, the drop, answers taken from the
+    /// distractor.
+    Adversarial(adversarial::AdversarialArgs),
     /// Generative QA: generated answers (open book on SQuAD gold paragraphs, or closed book)
     /// scored with EM/F1, ROUGE-L, citations and refusals, beside the extractive reader.
     Generative(generative::GenerativeArgs),
@@ -269,6 +274,7 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
         EvalCommand::Compare(args) => compare(args),
         EvalCommand::Bertscore(args) => bertscore::run(&args),
         EvalCommand::Odqa(args) => odqa::run(&args),
+        EvalCommand::Adversarial(args) => adversarial::run(&args),
         EvalCommand::Generative(args) => generative::run(&args),
         EvalCommand::Hotpot(args) => hotpot::run(&args),
         EvalCommand::Judge(args) => judge::run(&args),

@@ -144,16 +144,25 @@ fn content_words(text: &str) -> FxHashSet<String> {
         .collect()
 }
 
-/// The context's sentences: split after ".", "!" or "?" followed by whitespace.
+/// Byte offsets just after each ".", "!" or "?" that whitespace follows: where sentences end.
+pub(crate) fn sentence_ends(text: &str) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if matches!(c, '.' | '!' | '?') && chars.peek().is_some_and(|(_, n)| n.is_whitespace()) {
+            ends.push(i + 1);
+        }
+    }
+    ends
+}
+
+/// The context's sentences, split at [`sentence_ends`].
 fn sentences(context: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
-    let mut chars = context.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if matches!(c, '.' | '!' | '?') && chars.peek().is_some_and(|(_, n)| n.is_whitespace()) {
-            out.push(&context[start..i + 1]);
-            start = i + 1;
-        }
+    for end in sentence_ends(context) {
+        out.push(&context[start..end]);
+        start = end;
     }
     out.push(&context[start..]);
     out

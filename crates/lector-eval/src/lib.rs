@@ -5,6 +5,7 @@
 //! - [`rouge`]: ROUGE-1/2/L/Lsum identical to Google's `rouge-score` package.
 //! - [`retrieval`]: trec_eval-compatible ranking metrics and answer-containment recall.
 //! - [`stats`]: bootstrap confidence intervals and paired significance tests.
+//! - [`adversarial`]: AddSent- and AddAny-style distractor sentences (Jia and Liang, 2017).
 //! - [`breakdown`]: scores by question type and by question-context lexical overlap.
 //! - [`summary`]: headline metrics with intervals and the HTML report of each evaluation.
 //! - [`paired`]: two systems' per-question scores paired by question id.
@@ -16,6 +17,7 @@
 //! - [`mrqa`]: the MRQA shared task's JSON-lines format, scored by its official rules.
 //! - [`jsonl`]: the one JSON-lines reader of lector, with its rule for a torn last line.
 
+pub mod adversarial;
 pub mod bertscore;
 pub mod breakdown;
 pub mod calibration;

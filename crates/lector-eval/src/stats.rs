@@ -172,12 +172,12 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// xoshiro256** seeded through splitmix64: small, fast and identical everywhere.
-struct Rng {
+pub(crate) struct Rng {
     state: [u64; 4],
 }
 
 impl Rng {
-    fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         let mut s = seed;
         let mut next = || {
             s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -191,7 +191,7 @@ impl Rng {
         }
     }
 
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         let s = &mut self.state;
         let result = s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = s[1] << 17;
@@ -205,7 +205,7 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (Lemire's multiply-shift; the bias is below 2^-32 for n < 2^32).
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
     }
 }

@@ -33,6 +33,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod adversarial;
 pub mod aggregate;
 pub mod ambiguity;
 pub mod calibrate;

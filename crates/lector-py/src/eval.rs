@@ -20,11 +20,7 @@ pub(crate) struct BreakdownRequest {
 impl BreakdownRequest {
     /// Checks the names and settings; an unknown facet or a bad setting is a `ValueError`.
     pub fn new(by: &[String], bins: usize, low: f64, settings: Bootstrap) -> PyResult<Self> {
-        let facets = by
-            .iter()
-            .map(|name| name.parse::<Facet>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(crate::bad_argument)?;
+        let facets: Vec<Facet> = parse_names(by)?;
         if bins == 0 || low.is_nan() || low < 0.0 {
             return Err(crate::bad_argument(
                 "overlap_bins must be at least 1 and low_overlap at least 0",
@@ -301,4 +297,87 @@ pub fn compare(
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))
     })?;
     Ok(serialized(py, &result)?.unbind())
+}
+
+/// `lector eval adversarial` with `reader`: the answerable questions of `data` (SQuAD or MRQA
+/// file), the first `limit`, read in their contexts and with each distractor `kinds` (`addsent`,
+/// `addany`) at each of `positions` (`start`, `end`, `random`). Returns the fields of `--json`,
+/// and with `per_question` the records of `--per-question`.
+#[pyfunction]
+#[pyo3(signature = (reader, data, *, limit = None, kinds = vec!["addsent".to_string(), "addany".to_string()],
+    positions = vec!["start".to_string(), "end".to_string(), "random".to_string()], candidates = 4,
+    distractor_seed = 0, resamples = 1000, confidence = 0.95, seed = 0, per_question = false, progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn adversarial(
+    py: Python<'_>,
+    reader: &Bound<'_, crate::reader::Reader>,
+    data: std::path::PathBuf,
+    limit: Option<usize>,
+    kinds: Vec<String>,
+    positions: Vec<String>,
+    candidates: usize,
+    distractor_seed: u64,
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+    per_question: bool,
+    progress: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_pipeline::adversarial as run;
+    let options = run::Options {
+        kinds: parse_names(&kinds)?,
+        positions: parse_names(&positions)?,
+        candidates,
+        seed: distractor_seed,
+        limit,
+    };
+    if candidates == 0 || resamples == 0 || !(confidence > 0.0 && confidence < 1.0) {
+        return Err(crate::bad_argument(
+            "candidates and resamples must be at least 1, and confidence in (0, 1)",
+        ));
+    }
+    let settings = Bootstrap {
+        resamples,
+        confidence,
+        seed,
+    };
+    let reader = reader.get();
+    let bar = crate::index::bar(progress);
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let dataset = squad_eval::read_dataset(&data).or_raise()?;
+        let params = lector_reader::ReadParams::default();
+        let (report, records) = run::evaluate(
+            reader.inner(),
+            &dataset,
+            &options,
+            &params,
+            &settings,
+            &mut |p| {
+                bar.set_length(p.total as u64);
+                bar.set_position(p.done as u64);
+            },
+        )
+        .or_raise()?;
+        let mut out = serde_json::json!(report);
+        if per_question {
+            out["per_question"] = serde_json::json!(records);
+        }
+        Ok(out)
+    })?;
+    bar.finish_and_clear();
+    Ok(serialized(py, &out)?.unbind())
+}
+
+/// Names parsed into their values, each once, in order; an unknown name is a `ValueError`.
+fn parse_names<T: std::str::FromStr<Err = String> + PartialEq>(
+    names: &[String],
+) -> PyResult<Vec<T>> {
+    let mut out = Vec::new();
+    for name in names {
+        let value = name.parse().map_err(crate::bad_argument)?;
+        if !out.contains(&value) {
+            out.push(value);
+        }
+    }
+    Ok(out)
 }

@@ -18,6 +18,11 @@ impl Reader {
     pub(crate) fn dir(&self) -> PathBuf {
         self.dir.clone()
     }
+
+    /// The loaded model.
+    pub(crate) fn inner(&self) -> &lector_reader::Reader {
+        &self.reader
+    }
 }
 
 #[pymethods]

@@ -93,6 +93,10 @@ pub struct AddArgs {
     /// Default BM25 b stored with a new index [default: 0.75].
     #[arg(value_parser = crate::values::unit_interval, long)]
     b: Option<f64>,
+    /// Also index hashed unigrams and bigrams, for `--mode tfidf` (DrQA's TF-IDF retriever, a
+    /// baseline); fixed when the index is created, and about doubles its postings.
+    #[arg(long)]
+    tfidf: bool,
     /// Commit after this many new or changed documents (a crash loses at most one batch).
     #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 10_000)]
     commit_every: usize,
@@ -201,6 +205,7 @@ fn requested_settings(args: &AddArgs) -> Result<IndexSettings> {
     settings.chunking.sections = args.chunk_by_sections.unwrap_or(settings.chunking.sections);
     settings.chunking.headings = args.index_headings.unwrap_or(settings.chunking.headings);
     settings.analyzer.stemmer = args.stemmer.unwrap_or(settings.analyzer.stemmer);
+    settings.tfidf = args.tfidf;
     settings.bm25 = Bm25Params {
         k1: args.k1.unwrap_or(settings.bm25.k1),
         b: args.b.unwrap_or(settings.bm25.b),
@@ -249,6 +254,9 @@ fn check_existing(args: &AddArgs, stored: IndexSettings) -> Result<()> {
             stored.bm25.b.to_string(),
         ),
     ];
+    if args.tfidf && !stored.tfidf {
+        bail!("the index was created without --tfidf; settings cannot change after creation (use a new --index directory)");
+    }
     for (flag, differs, value) in conflicts {
         if differs == Some(true) {
             bail!("the index was created with {flag} {value}; settings cannot change after creation (use a new --index directory)");
@@ -290,6 +298,9 @@ fn add(args: AddArgs) -> Result<()> {
 fn add_to_store(args: &AddArgs, url: &StoreUrl, connect: &ConnectOptions) -> Result<()> {
     if args.paths.is_empty() {
         bail!("--store needs files or folders to add");
+    }
+    if args.tfidf {
+        bail!("--tfidf needs an index directory: a Redis store holds no n-gram postings");
     }
     // An existing dense store needs its embedder even without --dense.
     let existing = RedisStore::open(url, connect).ok();
@@ -462,6 +473,7 @@ fn stats(args: StatsArgs) -> Result<()> {
         ("documents", stats.documents.to_string()),
         ("passages", stats.passages.to_string()),
         ("terms", stats.terms.to_string()),
+        ("tf-idf n-grams", s.tfidf.to_string()),
         ("segments", stats.segments.to_string()),
         ("segment bytes", stats.bytes.to_string()),
         (

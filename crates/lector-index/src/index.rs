@@ -335,6 +335,7 @@ impl Index {
             .segments
             .iter()
             .flat_map(|s| s.segment.terms.keys().map(String::as_str))
+            .filter(|t| !crate::tfidf::is_key(t))
             .collect();
         IndexStats {
             format_version: self.manifest.version,
@@ -617,13 +618,17 @@ impl Index {
     fn score_passages(
         &self,
         query: &str,
-        params: Bm25Params,
+        scheme: Scheme,
         allowed: Option<&Allowed>,
     ) -> Vec<(f64, usize, u32)> {
         // Ordered, so that the per-passage sums add terms in one order in every process: a
         // HashMap's order changes per run, and the last bits with it, and so near-ties' order.
         let mut query_terms: BTreeMap<String, u32> = BTreeMap::new();
-        for term in self.analyzer.query_terms(query) {
+        let terms = match scheme {
+            Scheme::Bm25(_) => self.analyzer.query_terms(query),
+            Scheme::Tfidf => crate::tfidf::keys(query),
+        };
+        for term in terms {
             *query_terms.entry(term).or_default() += 1;
         }
         // Statistics over the passing passages only, when asked (tenants: scores must not
@@ -636,7 +641,10 @@ impl Index {
             }
             None => (self.live_passages, self.avg_len()),
         };
-        let norm = TfNorm::new(params, avg_len);
+        let norm = match scheme {
+            Scheme::Bm25(params) => Some(TfNorm::new(params, avg_len)),
+            Scheme::Tfidf => None,
+        };
         let mut scores: Vec<Vec<f64>> = self
             .segments
             .iter()
@@ -663,10 +671,22 @@ impl Index {
             if df == 0 {
                 continue;
             }
-            let weight = f64::from(*qtf) * idf(n, df);
-            for (s, passage, tf) in self.live_postings(&lists) {
-                let p = &self.segments[s].segment.passages[passage as usize];
-                scores[s][passage as usize] += weight * norm.weight(tf, p.len);
+            match &norm {
+                Some(norm) => {
+                    let weight = f64::from(*qtf) * idf(n, df);
+                    for (s, passage, tf) in self.live_postings(&lists) {
+                        let p = &self.segments[s].segment.passages[passage as usize];
+                        scores[s][passage as usize] += weight * norm.weight(tf, p.len);
+                    }
+                }
+                None => {
+                    // DrQA: the query's and the passage's ln(1 + tf) · idf, multiplied.
+                    let idf = crate::tfidf::idf(n, df);
+                    let weight = f64::from(*qtf).ln_1p() * idf * idf;
+                    for (s, passage, tf) in self.live_postings(&lists) {
+                        scores[s][passage as usize] += weight * f64::from(tf).ln_1p();
+                    }
+                }
             }
         }
         let mut out = Vec::new();
@@ -833,7 +853,9 @@ impl Bm25Retriever<'_> {
     pub fn documents(&self, query: &str, k: usize) -> Vec<DocumentHit> {
         let index = self.index;
         let mut best: HashMap<(usize, u32), (f64, u32)> = HashMap::new();
-        for (score, s, p) in index.score_passages(query, self.params, self.allowed.as_deref()) {
+        for (score, s, p) in
+            index.score_passages(query, Scheme::Bm25(self.params), self.allowed.as_deref())
+        {
             let doc = index.segments[s].segment.passages[p as usize].doc;
             let entry = best.entry((s, doc)).or_insert((score, p));
             // Strictly greater: on a tie the earlier passage (scored first) stays the best.
@@ -866,14 +888,71 @@ impl Retriever for Bm25Retriever<'_> {
     }
 
     fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
-        let scored = self
-            .index
-            .score_passages(query, self.params, self.allowed.as_deref());
+        let scored =
+            self.index
+                .score_passages(query, Scheme::Bm25(self.params), self.allowed.as_deref());
         let top = self.index.top(scored, k);
         Ok(top
             .into_iter()
             .enumerate()
             .map(|(i, (v, s, p))| self.index.hit(RetrieverKind::Bm25, v, s, p, i + 1))
+            .collect())
+    }
+}
+
+/// How passages are scored against a query's terms.
+#[derive(Clone, Copy)]
+enum Scheme {
+    Bm25(Bm25Params),
+    /// DrQA's TF-IDF over hashed n-grams ([`crate::tfidf`]).
+    Tfidf,
+}
+
+/// TF-IDF over hashed unigrams and bigrams (DrQA's document retriever), for indexes created
+/// with [`IndexSettings::tfidf`](crate::IndexSettings).
+pub struct TfidfRetriever<'a> {
+    index: &'a Index,
+    allowed: Option<Arc<Allowed>>,
+}
+
+impl Index {
+    /// The TF-IDF retriever; an error when the index was created without n-gram postings.
+    pub fn tfidf(&self) -> Result<TfidfRetriever<'_>> {
+        if !self.manifest.settings.tfidf {
+            return Err(Error::Config(format!(
+                "index {} has no n-gram postings for TF-IDF; create it with `lector index add --tfidf`",
+                self.dir().display()
+            )));
+        }
+        Ok(TfidfRetriever {
+            index: self,
+            allowed: None,
+        })
+    }
+}
+
+impl TfidfRetriever<'_> {
+    /// Only passages of `allowed` documents come back.
+    pub(crate) fn only(mut self, allowed: Option<Arc<Allowed>>) -> Self {
+        self.allowed = allowed;
+        self
+    }
+}
+
+impl Retriever for TfidfRetriever<'_> {
+    fn kind(&self) -> RetrieverKind {
+        RetrieverKind::Tfidf
+    }
+
+    fn retrieve(&self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        let scored = self
+            .index
+            .score_passages(query, Scheme::Tfidf, self.allowed.as_deref());
+        let top = self.index.top(scored, k);
+        Ok(top
+            .into_iter()
+            .enumerate()
+            .map(|(i, (v, s, p))| self.index.hit(RetrieverKind::Tfidf, v, s, p, i + 1))
             .collect())
     }
 }

@@ -56,6 +56,7 @@ pub mod retriever;
 mod search;
 mod segment;
 mod store;
+mod tfidf;
 pub mod vector;
 mod writer;
 
@@ -71,6 +72,7 @@ pub use file_layer::{rename_durably, sync_dir, write_durably};
 pub use filter::{Filter, FilterError};
 pub use index::{
     Bm25Retriever, DocumentCursor, DocumentHit, DocumentPage, DocumentRef, Index, IndexStats,
+    TfidfRetriever,
 };
 pub use merge::{MergeJob, MergePolicy, MergedSegment};
 pub use passage::{ChunkConfig, Span};

@@ -21,6 +21,8 @@ pub enum RetrieverKind {
     Dense,
     /// BM25 and dense fused.
     Hybrid,
+    /// TF-IDF over hashed unigrams and bigrams (DrQA's retriever).
+    Tfidf,
     /// A reranker's reordering of another retriever's passages.
     Rerank,
 }
@@ -34,6 +36,9 @@ pub enum Mode {
     Dense,
     /// BM25 and dense fused.
     Hybrid,
+    /// TF-IDF over hashed unigrams and bigrams, DrQA's document retriever (a baseline; the
+    /// index must be created with n-gram postings).
+    Tfidf,
 }
 
 impl std::str::FromStr for Mode {
@@ -43,7 +48,8 @@ impl std::str::FromStr for Mode {
             "bm25" => Ok(Mode::Bm25),
             "dense" => Ok(Mode::Dense),
             "hybrid" => Ok(Mode::Hybrid),
-            _ => Err(format!("unknown mode `{s}` (bm25, dense or hybrid)")),
+            "tfidf" => Ok(Mode::Tfidf),
+            _ => Err(format!("unknown mode `{s}` (bm25, dense, hybrid or tfidf)")),
         }
     }
 }
@@ -55,12 +61,13 @@ impl Mode {
             Mode::Bm25 => "bm25",
             Mode::Dense => "dense",
             Mode::Hybrid => "hybrid",
+            Mode::Tfidf => "tfidf",
         }
     }
 
     /// Whether the mode embeds queries (and so needs the index's embedder).
     pub fn is_dense(self) -> bool {
-        self != Mode::Bm25
+        matches!(self, Mode::Dense | Mode::Hybrid)
     }
 }
 

@@ -74,6 +74,9 @@ impl Index {
     ) -> Result<Box<dyn Retriever + 'a>> {
         let allowed =
             (options.filter.as_ref()).map(|f| self.allowed(f, options.statistics_within_filter));
+        if options.mode == Mode::Tfidf {
+            return Ok(Box::new(self.tfidf()?.only(allowed)));
+        }
         let bm25 = self.bm25(options.bm25).only(allowed.clone());
         if options.mode == Mode::Bm25 {
             return Ok(Box::new(bm25));

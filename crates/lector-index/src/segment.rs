@@ -64,14 +64,17 @@ impl Segment {
         parsed[d].as_ref()
     }
 
-    /// Chunks and analyses `docs` into a new segment.
+    /// Chunks and analyses `docs` into a new segment; with `tfidf`, the passages' hashed
+    /// n-grams are posted too ([`crate::tfidf`]).
     pub fn build<'a>(
         docs: impl IntoIterator<Item = &'a Document>,
         analyzer: &Analyzer,
         chunking: ChunkConfig,
+        tfidf: bool,
     ) -> Self {
         let mut segment = Segment::default();
         let mut terms = Vec::new();
+        let mut ngrams = Vec::new();
         for doc in docs {
             let doc_index = segment.docs.len() as u32;
             let (spans, headings) = crate::docstore::spans_and_headings(doc, chunking);
@@ -87,17 +90,23 @@ impl Segment {
             });
             for (n, span) in spans.into_iter().enumerate() {
                 terms.clear();
+                ngrams.clear();
                 let heading = headings.get(n).and_then(Option::as_deref);
                 for part in crate::docstore::indexed_parts(doc, span, heading) {
                     analyzer.analyze_into(part, &mut terms);
+                    if tfidf {
+                        ngrams.extend(crate::tfidf::keys(part));
+                    }
                 }
-                segment.push_passage(doc_index, span, &terms);
+                segment.push_passage(doc_index, span, &terms, &ngrams);
             }
         }
         segment
     }
 
-    fn push_passage(&mut self, doc: u32, span: Span, terms: &[String]) {
+    /// Posts a passage's analysed `terms` (its BM25 length) and its n-gram keys (not counted in
+    /// the length).
+    fn push_passage(&mut self, doc: u32, span: Span, terms: &[String], ngrams: &[String]) {
         let passage = self.passages.len() as u32;
         self.passages.push(StoredPassage {
             doc,
@@ -105,7 +114,7 @@ impl Segment {
             len: terms.len() as u32,
         });
         let mut counts: HashMap<&str, u32> = HashMap::new();
-        for term in terms {
+        for term in terms.iter().chain(ngrams) {
             *counts.entry(term).or_default() += 1;
         }
         for (term, tf) in counts {
@@ -317,6 +326,7 @@ mod tests {
                 sections: false,
                 headings: false,
             },
+            true,
         );
         let bytes = segment.encode();
         let back = Segment::decode(&bytes).unwrap();
@@ -342,13 +352,13 @@ mod tests {
     fn merge_drops_deleted_documents() {
         let analyzer = Analyzer::new(AnalyzerConfig::default());
         let all = docs();
-        let first = Segment::build(&all[..1], &analyzer, ChunkConfig::default());
-        let second = Segment::build(&all[1..], &analyzer, ChunkConfig::default());
+        let first = Segment::build(&all[..1], &analyzer, ChunkConfig::default(), false);
+        let second = Segment::build(&all[1..], &analyzer, ChunkConfig::default(), false);
         let merged = Segment::merge(&[(&first, &[true]), (&second, &[false])]);
         assert_eq!(merged.docs.len(), 1);
         assert_eq!(merged.docs[0].id, "b");
         assert!(!merged.terms.contains_key("mitosi"));
-        let direct = Segment::build(&all[1..], &analyzer, ChunkConfig::default());
+        let direct = Segment::build(&all[1..], &analyzer, ChunkConfig::default(), false);
         assert_eq!(merged.encode(), direct.encode());
     }
 
@@ -367,7 +377,7 @@ mod tests {
                 sections,
                 ..ChunkConfig::default()
             };
-            let segment = Segment::build([&doc], &analyzer, chunking);
+            let segment = Segment::build([&doc], &analyzer, chunking, false);
             segment
                 .passages
                 .iter()
@@ -389,7 +399,7 @@ mod tests {
                 headings,
                 ..ChunkConfig::default()
             };
-            let segment = Segment::build([&doc], &analyzer, chunking);
+            let segment = Segment::build([&doc], &analyzer, chunking, false);
             let term = segment.terms[&install[0]] as usize;
             segment.postings[term]
                 .iter()

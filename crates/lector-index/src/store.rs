@@ -44,6 +44,10 @@ pub struct IndexSettings {
     pub chunking: ChunkConfig,
     /// Default BM25 parameters.
     pub bm25: Bm25Params,
+    /// Also index hashed unigrams and bigrams for TF-IDF search (`Mode::Tfidf`, DrQA's
+    /// retriever). Off by default: the n-grams about double the postings.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tfidf: bool,
 }
 
 /// The committed state of an index.

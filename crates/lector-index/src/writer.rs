@@ -331,8 +331,12 @@ impl IndexWriter {
         let staged: Vec<&Document> = self.pending.iter().flatten().collect();
         if !staged.is_empty() {
             let settings = self.settings();
-            let segment =
-                Segment::build(staged, &Analyzer::new(settings.analyzer), settings.chunking);
+            let segment = Segment::build(
+                staged,
+                &Analyzer::new(settings.analyzer),
+                settings.chunking,
+                settings.tfidf,
+            );
             let name = store::segment_name(generation, 0);
             let meta = store::write_segment(&*self.files, &dir, &name, &segment)?;
             parts.push((

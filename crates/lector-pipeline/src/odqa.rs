@@ -228,11 +228,13 @@ fn check_questions(path: &Path, dataset: &Dataset) -> Result<()> {
 }
 
 /// Adds the paragraphs of a SQuAD file to the index at `dir` (one document per paragraph,
-/// unchanged ones skipped), except those of the `withheld` articles, embedding them when
-/// `embedder` is given; returns the committed document and passage counts.
+/// unchanged ones skipped; created with `settings` when new), except those of the `withheld`
+/// articles, embedding them when `embedder` is given; returns the committed document and
+/// passage counts.
 pub fn index_squad(
     path: &Path,
     dir: &Path,
+    settings: IndexSettings,
     embedder: Option<Arc<dyn Embedder>>,
     withheld: &HashSet<Arc<str>>,
 ) -> Result<(usize, usize)> {
@@ -240,7 +242,7 @@ pub fn index_squad(
     if let Some(err) = walk.errors.into_iter().next() {
         return Err(Error::Ingest(err));
     }
-    let mut writer = IndexWriter::open_or_create(dir, IndexSettings::default())?;
+    let mut writer = IndexWriter::open_or_create(dir, settings)?;
     if let Some(embedder) = embedder {
         writer.set_embedder(embedder)?;
     }

@@ -41,7 +41,13 @@ pub(crate) fn retriever<'a>(
     let inner: Box<dyn Retriever + 'a> = match options.mode {
         Mode::Bm25 => Box::new(bm25),
         Mode::Dense => Box::new(Knn::new(store, embedder, options.ef, selected)?),
-        _ => Box::new(HybridRetriever::new(
+        Mode::Tfidf => {
+            return Err(Error::Config(format!(
+                "the Redis store {} has no n-gram postings: TF-IDF search needs an index directory created with --tfidf",
+                store.url()
+            )))
+        }
+        Mode::Hybrid => Box::new(HybridRetriever::new(
             Box::new(bm25),
             Box::new(Knn::new(store, embedder, options.ef, selected)?),
             options,

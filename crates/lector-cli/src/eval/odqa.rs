@@ -201,7 +201,12 @@ pub(super) fn index_paragraphs(
         false => None,
     };
     let embedder = embedder.map(|e| std::sync::Arc::new(e) as _);
-    let (documents, passages) = odqa::index_squad(path, dir, embedder, withheld)?;
+    // TF-IDF needs its n-gram postings, written when the index is created.
+    let settings = lector_index::IndexSettings {
+        tfidf: retrieval.mode == Some(lector_index::Mode::Tfidf),
+        ..Default::default()
+    };
+    let (documents, passages) = odqa::index_squad(path, dir, settings, embedder, withheld)?;
     eprintln!(
         "index {}: {documents} documents, {passages} passages",
         dir.display()

@@ -8,7 +8,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 /// The value of `metric` per question id, in file order, from JSON lines with an `id` field
-/// (`eval squad --per-question`, `eval odqa --per-question`, ...). Booleans count as 0/1.
+/// (`eval squad --per-question`, `eval odqa --per-question`, ...), or a `qid` with the metric in
+/// `values` (`eval retrieval --per-query`). Booleans count as 0/1.
 pub fn read_scores(path: &Path, metric: &str) -> Result<Vec<(String, f64)>> {
     let lines: Vec<Value> = read_jsonl(path)?;
     scores_of(&lines, metric, path)
@@ -22,17 +23,20 @@ pub fn scores_of(lines: &[Value], metric: &str, source: &Path) -> Result<Vec<(St
         .enumerate()
         .map(|(i, line)| {
             let record = i + 1;
-            let id = match line.get("id") {
+            let id = match line.get("id").or_else(|| line.get("qid")) {
                 Some(Value::String(s)) => s.clone(),
                 Some(Value::Number(n)) => n.to_string(),
                 _ => {
                     return Err(invalid(
                         path,
-                        format!("record {record}: no string `id` field"),
+                        format!("record {record}: no string `id` (or `qid`) field"),
                     ))
                 }
             };
-            let value = match line.get(metric) {
+            let found = line
+                .get(metric)
+                .or_else(|| line.get("values").and_then(|v| v.get(metric)));
+            let value = match found {
                 Some(Value::Bool(b)) => f64::from(u8::from(*b)),
                 Some(v) => v.as_f64().ok_or_else(|| {
                     invalid(path, format!("record {record}: `{metric}` is not a number"))
@@ -153,5 +157,20 @@ mod tests {
         assert!(err.to_string().contains("1 only in a"), "{err}");
         let dup = scores(&[("q1", 1.0), ("q1", 0.0)]);
         assert!(align(Path::new("a"), &dup, Path::new("b"), &dup).is_err());
+    }
+
+    #[test]
+    fn reads_retrieval_per_query_lines() {
+        let lines: Vec<Value> = [
+            r#"{"qid": "1", "values": {"ndcg@10": 0.5}}"#,
+            r#"{"qid": 7, "values": {"ndcg@10": 1.0}}"#,
+        ]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+        let got = scores_of(&lines, "ndcg@10", Path::new("run")).unwrap();
+        assert_eq!(got, scores(&[("1", 0.5), ("7", 1.0)]));
+        let err = scores_of(&lines, "map", Path::new("run")).unwrap_err();
+        assert!(err.to_string().contains("record 1: no `map` field"), "{err}");
     }
 }

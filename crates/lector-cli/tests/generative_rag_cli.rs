@@ -133,6 +133,21 @@ fn check_counts(report: &Value, rows: &[Value]) {
     assert_eq!(unanswerable, 5);
     assert_eq!(report["counts"]["answerable"], answerable.len());
     assert_eq!(n("exact_match"), answerable.len());
+    // Rule-based equivalence adds to exact match, and a key fact to equivalence; the figures
+    // are the answerable rows' shares.
+    for r in &answerable {
+        if r["em"] == 1.0 {
+            assert_eq!(r["equivalent"], true, "{r}");
+        }
+        if r["equivalent"] == true {
+            assert_eq!(r["key_fact"], true, "{r}");
+        }
+    }
+    for field in ["equivalent", "key_fact"] {
+        let yes = answerable.iter().filter(|r| r[field] == true).count();
+        let share = 100.0 * yes as f64 / answerable.len() as f64;
+        assert!((mean(field) - share).abs() < 1e-9, "{field}");
+    }
     assert_eq!(n("f1_all"), rows.len());
     assert_eq!(n("refusal_rate_unanswerable"), unanswerable);
     let refused =

@@ -6,6 +6,7 @@
 //! - [`retrieval`]: trec_eval-compatible ranking metrics and answer-containment recall.
 //! - [`stats`]: bootstrap confidence intervals and paired significance tests.
 //! - [`adversarial`]: AddSent- and AddAny-style distractor sentences (Jia and Liang, 2017).
+//! - [`equivalence`]: rule-based answer equivalence and key-fact match for free-form answers.
 //! - [`breakdown`]: scores by question type and by question-context lexical overlap.
 //! - [`summary`]: headline metrics with intervals and the HTML report of each evaluation.
 //! - [`paired`]: two systems' per-question scores paired by question id.
@@ -23,6 +24,7 @@ pub mod breakdown;
 pub mod calibration;
 pub mod canary;
 pub mod data;
+pub mod equivalence;
 pub mod error;
 pub mod hotpot;
 pub mod input;

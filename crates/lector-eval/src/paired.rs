@@ -171,6 +171,9 @@ mod tests {
         let got = scores_of(&lines, "ndcg@10", Path::new("run")).unwrap();
         assert_eq!(got, scores(&[("1", 0.5), ("7", 1.0)]));
         let err = scores_of(&lines, "map", Path::new("run")).unwrap_err();
-        assert!(err.to_string().contains("record 1: no `map` field"), "{err}");
+        assert!(
+            err.to_string().contains("record 1: no `map` field"),
+            "{err}"
+        );
     }
 }

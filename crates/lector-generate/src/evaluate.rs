@@ -12,6 +12,7 @@
 use crate::claims::CitationSource;
 use crate::grounded::{self, Answered, Passage, PassageOrder};
 use crate::{Error, GenerateOptions, Generator, Result};
+use lector_eval::equivalence;
 use lector_eval::retrieval::contains_answer;
 use lector_eval::rouge::RougeScorer;
 use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore};
@@ -39,6 +40,12 @@ pub struct Summary {
     pub claims_supported: Option<f64>,
     /// Faithfulness: answers with an unsupported claim (open book only).
     pub unsupported_claim: Option<f64>,
+    /// Answers equivalent to a gold answer by the rules of [`lector_eval::equivalence`] (%).
+    pub equivalent: f64,
+    /// Answers that contain a gold answer as whole canonical tokens (%).
+    pub key_fact: f64,
+    /// Mean canonical tokens per answer, beside `key_fact` (a long answer contains more).
+    pub answer_tokens: f64,
 }
 
 impl Summary {
@@ -50,6 +57,8 @@ impl Summary {
             "answers_citing": self.citing, "answers_flagged": self.flagged,
             "claims_supported": self.claims_supported,
             "answers_with_unsupported_claim": self.unsupported_claim,
+            "equivalent": self.equivalent, "key_fact": self.key_fact,
+            "answer_tokens": self.answer_tokens,
         })
     }
 }
@@ -106,11 +115,23 @@ pub fn score_answers(
     Ok((scores, rouge_l))
 }
 
+/// The rule-based equivalence verdict of each answer (one per question of `dataset`, in order),
+/// with acronyms defined in the question or its paragraph.
+pub fn equivalence(dataset: &Dataset, answers: &[&str]) -> Vec<equivalence::Verdict> {
+    dataset
+        .questions
+        .iter()
+        .zip(answers)
+        .map(|(q, a)| equivalence::judge(a, &q.answers, &[&q.question, &q.context]))
+        .collect()
+}
+
 /// Means over questions; refusals and citations from `answered` (empty for a system that does
 /// not generate, such as the extractive reader).
 pub fn summarise(
     scores: &[QuestionScore],
     rouge: &[f64],
+    verdicts: &[equivalence::Verdict],
     answered: &[Answered],
     open_book: bool,
 ) -> Summary {
@@ -119,10 +140,16 @@ pub fn summarise(
     let share = |f: &dyn Fn(&Answered) -> bool| {
         100.0 * mean(&mut answered.iter().map(|a| f64::from(u8::from(f(a)))))
     };
+    let rate = |f: fn(&equivalence::Verdict) -> bool| {
+        100.0 * mean(&mut verdicts.iter().map(|v| f64::from(u8::from(f(v)))))
+    };
     let mut s = Summary {
         em: 100.0 * mean(&mut scores.iter().map(|q| q.em)),
         f1: 100.0 * mean(&mut scores.iter().map(|q| q.f1)),
         rouge_l: mean(&mut rouge.iter().copied()),
+        equivalent: rate(|v| v.equivalent),
+        key_fact: rate(|v| v.key_fact),
+        answer_tokens: mean(&mut verdicts.iter().map(|v| v.answer_tokens as f64)),
         ..Summary::default()
     };
     if answered.is_empty() {
@@ -161,6 +188,7 @@ pub fn per_question(
     answered: &[Answered],
     scores: &[QuestionScore],
     rouge_l: &[f64],
+    verdicts: &[equivalence::Verdict],
 ) -> Vec<Value> {
     dataset
         .questions
@@ -172,6 +200,8 @@ pub fn per_question(
                 "id": q.id, "question": q.question, "golds": q.answers,
                 "generated": a.answer.text, "short_answer": a.answer.short_answer,
                 "em": scores[i].em, "f1": scores[i].f1, "rouge_l": rouge_l[i],
+                "equivalent": verdicts[i].equivalent, "key_fact": verdicts[i].key_fact,
+                "answer_tokens": verdicts[i].answer_tokens,
                 "refused": a.answer.refused, "citations": a.answer.citations,
                 "invalid_citations": a.answer.invalid_citations,
                 "flagged": a.answer.flagged.iter().map(|&s| &a.answer.sentences[s].text).collect::<Vec<_>>(),
@@ -634,7 +664,7 @@ mod faithfulness_tests {
             answered("The Broncos defeated the Panthers. The Broncos did not defeat the Panthers."),
         ];
         let scores = [score(1.0), score(0.0)];
-        let s = summarise(&scores, &[0.5, 0.5], &answers, true);
+        let s = summarise(&scores, &[0.5, 0.5], &[], &answers, true);
         assert_eq!(s.em, 50.0);
         assert_eq!(s.flagged, Some(0.0), "word overlap flags nothing");
         assert_eq!(s.claims_supported, Some(75.0));
@@ -642,7 +672,7 @@ mod faithfulness_tests {
         let json = s.to_json();
         assert_eq!(json["claims_supported"], 75.0);
         assert_eq!(json["answers_with_unsupported_claim"], 50.0);
-        let closed = summarise(&scores, &[0.5, 0.5], &answers, false);
+        let closed = summarise(&scores, &[0.5, 0.5], &[], &answers, false);
         assert_eq!(
             (closed.claims_supported, closed.unsupported_claim),
             (None, None)

@@ -102,7 +102,8 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         .map(|a| a.answer.short_answer.as_str())
         .collect();
     let (scores, rouge_l) = evaluate::score_answers(&dataset, &shorts)?;
-    let generative = evaluate::summarise(&scores, &rouge_l, &answered, open_book);
+    let verdicts = evaluate::equivalence(&dataset, &shorts);
+    let generative = evaluate::summarise(&scores, &rouge_l, &verdicts, &answered, open_book);
     let reader = match args.no_reader || !open_book {
         true => None,
         false => Some(read_gold(args, &dataset)?),
@@ -111,12 +112,13 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         Some((answers, scores)) => {
             let answers: Vec<&str> = answers.iter().map(String::as_str).collect();
             let (_, rouge) = evaluate::score_answers(&dataset, &answers)?;
-            Some(evaluate::summarise(scores, &rouge, &[], false))
+            let verdicts = evaluate::equivalence(&dataset, &answers);
+            Some(evaluate::summarise(scores, &rouge, &verdicts, &[], false))
         }
         None => None,
     };
     if let Some(path) = &args.per_question {
-        let mut rows = evaluate::per_question(&dataset, &answered, &scores, &rouge_l);
+        let mut rows = evaluate::per_question(&dataset, &answered, &scores, &rouge_l, &verdicts);
         if let Some((answers, rs)) = &reader {
             for (i, row) in rows.iter_mut().enumerate() {
                 row["reader_answer"] = answers[i].clone().into();
@@ -191,6 +193,13 @@ fn print_report(json: bool, r: &Report, g: &Summary, e: Option<&Summary>) -> Res
         ("exact_match", Some(g.em), e.map(|e| e.em)),
         ("f1", Some(g.f1), e.map(|e| e.f1)),
         ("rouge_l_f", Some(g.rouge_l), e.map(|e| e.rouge_l)),
+        ("equivalent_%", Some(g.equivalent), e.map(|e| e.equivalent)),
+        ("key_fact_%", Some(g.key_fact), e.map(|e| e.key_fact)),
+        (
+            "answer_tokens",
+            Some(g.answer_tokens),
+            e.map(|e| e.answer_tokens),
+        ),
         (
             "refusal_rate_%",
             Some(g.refusal_rate),

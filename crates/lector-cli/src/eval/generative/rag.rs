@@ -173,6 +173,15 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         .map(|a| a.answer.short_answer.as_str())
         .collect();
     let (scores, rouge_l) = evaluate::score_answers(&dataset, &shorts)?;
+    let verdicts = evaluate::equivalence(&dataset, &shorts);
+    let equivalent: Vec<f64> = verdicts
+        .iter()
+        .map(|v| f64::from(u8::from(v.equivalent)))
+        .collect();
+    let key_fact: Vec<f64> = verdicts
+        .iter()
+        .map(|v| f64::from(u8::from(v.key_fact)))
+        .collect();
     let rows: Vec<RagQuestion> = dataset
         .questions
         .iter()
@@ -187,7 +196,16 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         Some(judge) => Some(judge_correctness(judge.as_ref(), &dataset, &shorts)?),
         None => None,
     };
-    let mut extra = Vec::new();
+    let mut extra = vec![
+        ExtraScore {
+            name: "equivalent",
+            values: &equivalent,
+        },
+        ExtraScore {
+            name: "key_fact",
+            values: &key_fact,
+        },
+    ];
     if let Some((_, values)) = &bert {
         extra.push(ExtraScore {
             name: "bertscore_f1",
@@ -207,7 +225,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
     };
     let figures = evaluate::rag_figures(&rows, &scores, &extra, rag.k, &settings);
     if let Some(out) = &args.per_question {
-        let mut lines = evaluate::per_question(&dataset, &generated, &scores, &rouge_l);
+        let mut lines = evaluate::per_question(&dataset, &generated, &scores, &rouge_l, &verdicts);
         for (i, line) in lines.iter_mut().enumerate() {
             add_rag_fields(line, &rows[i], &answered[i].0, &generated[i]);
             if let Some((_, values)) = &bert {

@@ -17,6 +17,7 @@
 //! Everything is seeded per question (the seed and the question id), so a distractor does not
 //! change with the number of questions asked.
 
+use crate::equivalence::month_of;
 use crate::normalize::normalize_answer;
 use crate::squad::Question;
 use crate::stats::Rng;
@@ -97,21 +98,6 @@ enum AnswerKind {
     Other,
 }
 
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 fn answer_kind(answer: &str) -> AnswerKind {
     let trimmed = answer.trim();
     let is_year = |w: &str| {
@@ -127,7 +113,7 @@ fn answer_kind(answer: &str) -> AnswerKind {
     if has_digit
         && words
             .iter()
-            .any(|w| MONTHS.contains(&w.to_lowercase().as_str()))
+            .any(|w| month_of(&w.to_lowercase(), false).is_some())
     {
         return AnswerKind::Date;
     }
@@ -589,7 +575,13 @@ mod tests {
         );
         // A dataset of one article: the fake answer and the new name are made up.
         let alone = Pools::new(&[q("a", "Chad", "Who led Chad?", "Idriss Deby")]);
-        let sentence = add_sent(&question, &alone, 0).unwrap();
+        let same_article = q(
+            "x",
+            "Chad",
+            "Who was the first president of Poland?",
+            "Narutowicz",
+        );
+        let sentence = add_sent(&same_article, &alone, 0).unwrap();
         let made_up = ["Jeff Dean", "Atlantis", "Gotham City", "Acme Corporation"];
         assert!(
             made_up.iter().any(|m| sentence.starts_with(m)),

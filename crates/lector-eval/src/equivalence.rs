@@ -128,45 +128,38 @@ fn defined_acronyms(texts: &[&str]) -> Vec<(String, String)> {
     out
 }
 
-const MONTHS: [(&str, &str); 12] = [
-    ("jan", "01"),
-    ("feb", "02"),
-    ("mar", "03"),
-    ("apr", "04"),
-    ("may", "05"),
-    ("jun", "06"),
-    ("jul", "07"),
-    ("aug", "08"),
-    ("sep", "09"),
-    ("oct", "10"),
-    ("nov", "11"),
-    ("dec", "12"),
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ];
 
-fn month(word: &str) -> Option<&'static str> {
-    let full = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
-    let w = word.trim_end_matches('.');
-    let abbreviation = matches!(w.len(), 3 | 4) && (w != "mar" || word.ends_with('.'));
+/// The month (1-12) a lowercase `word` names: in full, or (`abbreviated`) by its first three
+/// or four letters ("feb", "sept").
+pub fn month_of(word: &str, abbreviated: bool) -> Option<usize> {
     MONTHS
         .iter()
-        .zip(full)
-        .find(|((short, _), long)| {
-            w == *long || (abbreviation && (w == *short || w == "sept" && *short == "sep"))
+        .position(|m| {
+            *m == word || abbreviated && (word.len() >= 3 && m.starts_with(word) && word.len() <= 4)
         })
-        .map(|((_, n), _)| *n)
+        .map(|i| i + 1)
+}
+
+/// A month in a date, as two digits: "february", "feb.", "sept"; "mar" only with its period
+/// (without, it is a verb).
+fn month(word: &str) -> Option<String> {
+    let bare = word.trim_end_matches('.');
+    let abbreviated = bare != "mar" || word.ends_with('.');
+    month_of(bare, abbreviated).map(|m| format!("{m:02}"))
 }
 
 const UNITS: [(&str, &str); 24] = [

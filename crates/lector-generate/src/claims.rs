@@ -67,6 +67,7 @@
 
 use crate::error::Result;
 use crate::grounded::{self, citations, is_refusal, strip_citations, STOP_WORDS};
+use lector_eval::equivalence::month_of;
 use lector_eval::normalize::normalized_tokens;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
@@ -939,32 +940,6 @@ fn number_failures(claim: &[Token], facts: &Facts) -> Vec<Failure> {
         }
     }
     out
-}
-
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
-/// The month (1-12) `word` names: in full, or (`abbreviated`) by its first three letters or
-/// "sept".
-fn month_of(word: &str, abbreviated: bool) -> Option<usize> {
-    MONTHS
-        .iter()
-        .position(|m| {
-            *m == word || abbreviated && (word.len() >= 3 && m.starts_with(word) && word.len() <= 4)
-        })
-        .map(|i| i + 1)
 }
 
 /// Month names of the claim that the passage does not name.

@@ -59,6 +59,9 @@ pub enum EvalCommand {
     Judge(judge::JudgeArgs),
     /// Compare two systems' per-question scores: difference, paired-bootstrap CI, randomisation p-value.
     Compare(CompareArgs),
+    /// Rule-based answer equivalence of free-form answers (numbers, dates, units, acronyms) and
+    /// key-fact match; with people's labels, each verdict's precision, recall and kappa.
+    Equivalence(EquivalenceArgs),
 }
 
 /// Bootstrap settings shared by the subcommands that report intervals.
@@ -196,6 +199,18 @@ pub struct CompareArgs {
 }
 
 #[derive(Args)]
+pub struct EquivalenceArgs {
+    /// JSON lines `{"answer", "golds": [..], "question"?, "context"?, "label"?}`.
+    items: PathBuf,
+    /// Write one JSON line per item with its verdicts.
+    #[arg(long)]
+    per_item: Option<PathBuf>,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 pub struct RougeArgs {
     /// JSON lines `{id, prediction, references: [..]}`; each item scores against its best reference.
     input: PathBuf,
@@ -272,6 +287,7 @@ pub fn run(cmd: EvalCommand) -> Result<()> {
             _ => bail!("give --run with --qrels, or --answers"),
         },
         EvalCommand::Compare(args) => compare(args),
+        EvalCommand::Equivalence(args) => equivalence(&args),
         EvalCommand::Bertscore(args) => bertscore::run(&args),
         EvalCommand::Odqa(args) => odqa::run(&args),
         EvalCommand::Adversarial(args) => adversarial::run(&args),
@@ -394,6 +410,80 @@ fn print_squad_table(summary: &Map<String, Value>, intervals: &Intervals, confid
         })
         .collect();
     print_table(&["metric", "value", &ci_header], &rows);
+}
+
+fn equivalence(args: &EquivalenceArgs) -> Result<()> {
+    use lector_eval::equivalence;
+    let items: Vec<equivalence::Item> = lector_eval::input::read_jsonl(&args.items)?;
+    if items.is_empty() {
+        bail!("{}: no items", args.items.display());
+    }
+    let verdicts: Vec<equivalence::Verdict> = items.iter().map(equivalence::Item::judge).collect();
+    if let Some(path) = &args.per_item {
+        let rows: Vec<Value> = items
+            .iter()
+            .zip(&verdicts)
+            .map(|(item, v)| {
+                json!({"id": item.id, "answer": item.answer, "exact_match": item.exact_match(),
+                    "equivalent": v.equivalent, "key_fact": v.key_fact,
+                    "answer_tokens": v.answer_tokens, "label": item.label})
+            })
+            .collect();
+        write_jsonl(path, &rows)?;
+    }
+    let share = |f: &dyn Fn(usize) -> bool| {
+        100.0 * (0..items.len()).filter(|&i| f(i)).count() as f64 / items.len() as f64
+    };
+    let summary = json!({
+        "items": items.len(),
+        "exact_match": share(&|i| items[i].exact_match()),
+        "equivalent": share(&|i| verdicts[i].equivalent),
+        "key_fact": share(&|i| verdicts[i].key_fact),
+        "answer_tokens": verdicts.iter().map(|v| v.answer_tokens as f64).sum::<f64>() / items.len() as f64,
+        "labelled": items.iter().filter(|i| i.label.is_some()).count(),
+        "agreement": equivalence::agreement(&items),
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+        return Ok(());
+    }
+    println!(
+        "{} items: exact match {:.1}%, equivalent {:.1}%, key fact {:.1}%, {:.1} tokens per answer",
+        items.len(),
+        summary["exact_match"].as_f64().unwrap_or(0.0),
+        summary["equivalent"].as_f64().unwrap_or(0.0),
+        summary["key_fact"].as_f64().unwrap_or(0.0),
+        summary["answer_tokens"].as_f64().unwrap_or(0.0),
+    );
+    if summary["labelled"] == 0 {
+        return Ok(());
+    }
+    println!("against {} labels:", summary["labelled"]);
+    let rows: Vec<Vec<String>> = equivalence::agreement(&items)
+        .iter()
+        .map(|a| {
+            vec![
+                a.verdict.to_string(),
+                a.positives.to_string(),
+                a.precision.map_or("-".into(), |p| format!("{p:.3}")),
+                a.recall.map_or("-".into(), |r| format!("{r:.3}")),
+                format!("{:.3}", a.accuracy),
+                a.kappa.map_or("-".into(), |k| format!("{k:.3}")),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "verdict",
+            "said yes",
+            "precision",
+            "recall",
+            "accuracy",
+            "kappa",
+        ],
+        &rows,
+    );
+    Ok(())
 }
 
 fn rouge(args: RougeArgs) -> Result<()> {

@@ -247,6 +247,63 @@ fn mrqa_files_score_by_the_official_rules() {
 }
 
 #[test]
+fn equivalence_scores_hand_labelled_generated_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../bench/equivalence/squad-smollm2-labels.jsonl"
+    );
+    let per_item = dir.path().join("items.jsonl");
+    let out = lector(&[
+        "eval",
+        "equivalence",
+        labels,
+        "--json",
+        "--per-item",
+        per_item.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<Value> = std::fs::read_to_string(&per_item)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(report["items"], rows.len());
+    assert!(rows.len() >= 100, "at least 100 labelled pairs");
+    // Each verdict's precision and recall recounted from the per-item lines.
+    for verdict in ["exact_match", "equivalent", "key_fact"] {
+        let said: Vec<&Value> = rows.iter().filter(|r| r[verdict] == true).collect();
+        let right = said.iter().filter(|r| r["label"] == true).count();
+        let labelled = rows.iter().filter(|r| r["label"] == true).count();
+        let found = report["agreement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["verdict"] == verdict)
+            .unwrap();
+        assert_eq!(found["positives"], said.len());
+        let recall = found["recall"].as_f64().unwrap();
+        assert!(
+            (recall - right as f64 / labelled as f64).abs() < 1e-12,
+            "{verdict}"
+        );
+        // A key fact holds whenever an answer is equivalent, and equivalence whenever EM does.
+        if verdict != "exact_match" {
+            assert!(rows
+                .iter()
+                .all(|r| r["exact_match"] == false || r["equivalent"] == true));
+            assert!(rows
+                .iter()
+                .all(|r| r["equivalent"] == false || r["key_fact"] == true));
+        }
+    }
+    let bad = write(dir.path(), "bad.jsonl", "{\"answer\": 3, \"golds\": []}\n");
+    let out = lector(&["eval", "equivalence", &bad]);
+    assert!(stderr(&out).contains("bad.jsonl:1:"), "{}", stderr(&out));
+}
+
+#[test]
 fn compare_finds_a_real_difference_and_refuses_different_question_sets() {
     let dir = tempfile::tempdir().unwrap();
     let data = shared("squad/dev-v2.0.json");

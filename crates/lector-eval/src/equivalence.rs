@@ -64,6 +64,96 @@ pub fn judge(answer: &str, golds: &[String], texts: &[&str]) -> Verdict {
     verdict
 }
 
+/// One answer to judge: JSON lines `{"answer", "golds": [..], "question"?, "context"?,
+/// "label"?}` (`label`: a person's verdict, true when the answer means a gold answer).
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Item {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub answer: String,
+    pub golds: Vec<String>,
+    #[serde(default)]
+    pub question: String,
+    #[serde(default)]
+    pub context: String,
+    #[serde(default)]
+    pub label: Option<bool>,
+}
+
+impl Item {
+    /// The rule-based verdict on this item's answer.
+    pub fn judge(&self) -> Verdict {
+        judge(&self.answer, &self.golds, &[&self.question, &self.context])
+    }
+
+    /// SQuAD's exact match of the answer against any gold answer.
+    pub fn exact_match(&self) -> bool {
+        let answer = normalize_answer(&self.answer);
+        self.golds.iter().any(|g| normalize_answer(g) == answer)
+    }
+}
+
+/// How one automatic verdict agrees with people's labels.
+#[derive(Debug, Clone, Serialize)]
+pub struct Agreement {
+    /// Which verdict: `exact_match`, `equivalent` or `key_fact`.
+    pub verdict: &'static str,
+    /// Items it calls equivalent.
+    pub positives: usize,
+    /// Of those, the share people call equivalent (`None` when it says yes to none).
+    pub precision: Option<f64>,
+    /// Of the items people call equivalent, the share it calls equivalent (`None` when people
+    /// call none equivalent).
+    pub recall: Option<f64>,
+    /// Share of items where it and people agree.
+    pub accuracy: f64,
+    /// Cohen's kappa between it and people (`None` when either side is constant).
+    pub kappa: Option<f64>,
+}
+
+/// Each automatic verdict (exact match, rule-based equivalence, key fact) against the labels of
+/// the labelled items.
+pub fn agreement(items: &[Item]) -> Vec<Agreement> {
+    let labelled: Vec<(&Item, bool)> = items
+        .iter()
+        .filter_map(|i| i.label.map(|l| (i, l)))
+        .collect();
+    let verdicts: Vec<Verdict> = labelled.iter().map(|(i, _)| i.judge()).collect();
+    let rules: [(&'static str, Vec<bool>); 3] = [
+        (
+            "exact_match",
+            labelled.iter().map(|(i, _)| i.exact_match()).collect(),
+        ),
+        (
+            "equivalent",
+            verdicts.iter().map(|v| v.equivalent).collect(),
+        ),
+        ("key_fact", verdicts.iter().map(|v| v.key_fact).collect()),
+    ];
+    rules
+        .into_iter()
+        .map(|(verdict, said)| {
+            let pairs: Vec<(bool, bool)> = said
+                .iter()
+                .zip(&labelled)
+                .map(|(&s, (_, l))| (s, *l))
+                .collect();
+            let count = |f: &dyn Fn(&(bool, bool)) -> bool| pairs.iter().filter(|p| f(p)).count();
+            let positives = count(&|(s, _)| *s);
+            let true_positives = count(&|(s, l)| *s && *l);
+            let labelled_yes = count(&|(_, l)| *l);
+            Agreement {
+                verdict,
+                positives,
+                precision: (positives > 0).then(|| true_positives as f64 / positives as f64),
+                recall: (labelled_yes > 0).then(|| true_positives as f64 / labelled_yes as f64),
+                accuracy: count(&|(s, l)| s == l) as f64 / pairs.len().max(1) as f64,
+                kappa: crate::stats::agreement::cohen_kappa(&pairs),
+            }
+        })
+        .collect()
+}
+
 fn same_text(a: &str, b: &str) -> bool {
     canonical(a) == canonical(b)
 }
@@ -514,5 +604,41 @@ mod tests {
         let v = judge("NASA", &golds(&["Denver Broncos"]), &[passage]);
         assert!(!v.equivalent && !v.key_fact);
         assert_eq!(judge("", &golds(&["x"]), &[]).answer_tokens, 0);
+    }
+
+    #[test]
+    fn agreement_with_labels_counts_each_verdict() {
+        let item = |answer: &str, gold: &str, label: bool| Item {
+            id: None,
+            answer: answer.into(),
+            golds: golds(&[gold]),
+            question: String::new(),
+            context: String::new(),
+            label: Some(label),
+        };
+        let items = [
+            item("RBI", "Reserve Bank of India", true),
+            item("Broncos", "Broncos", true),
+            item("It was the Broncos.", "Broncos", true),
+            item("Panthers", "Broncos", false),
+            item("not the Broncos", "Broncos", false),
+        ];
+        let found = agreement(&items);
+        let by = |name: &str| found.iter().find(|a| a.verdict == name).unwrap();
+        // EM: one right of one said, one of three labelled yes.
+        assert_eq!(
+            (by("exact_match").positives, by("exact_match").precision),
+            (1, Some(1.0))
+        );
+        assert!((by("exact_match").recall.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        // Equivalence adds the acronym.
+        assert!((by("equivalent").recall.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        // Key fact finds all three, and is fooled by "not the Broncos".
+        let key = by("key_fact");
+        assert_eq!((key.positives, key.recall), (4, Some(1.0)));
+        assert!((key.precision.unwrap() - 0.75).abs() < 1e-12);
+        assert!((key.accuracy - 0.8).abs() < 1e-12);
+        // A verdict that says yes to nothing has no precision.
+        assert_eq!(agreement(&items[3..4])[0].precision, None);
     }
 }

@@ -227,6 +227,8 @@ class Index:
             names a checkpoint folder.
         embedder: Embedder checkpoint folder or pulled hub repository.
         passage_words: Most words per passage of a new index (default 100).
+        tfidf: Also index hashed unigrams and bigrams in a new index, for ``mode="tfidf"``
+            (DrQA's TF-IDF retriever, a baseline).
     """
 
     def __init__(
@@ -236,12 +238,14 @@ class Index:
         dense: bool = False,
         embedder: Optional[PathLike] = None,
         passage_words: Optional[int] = None,
+        tfidf: bool = False,
     ) -> None:
         self._inner = _lector.Index(
             os.fspath(path),
             dense=dense,
             embedder=None if embedder is None else os.fspath(embedder),
             passage_words=passage_words,
+            tfidf=tfidf,
         )
 
     @property
@@ -303,7 +307,7 @@ class Index:
         mode: Optional[str] = None,
         filter: Optional[Filter] = None,
     ) -> List[Hit]:
-        """The best ``k`` passages for ``query``, best first. ``mode``: ``"bm25"``, ``"dense"`` or
+        """The best ``k`` passages for ``query``, best first. ``mode``: ``"bm25"``, ``"dense"``, ``"tfidf"`` or
         ``"hybrid"`` (default: hybrid on a dense index, else BM25)."""
         return [Hit._from(h) for h in self._inner.search(query, k, mode=mode, filter=filter)]
 

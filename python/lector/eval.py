@@ -7,6 +7,8 @@
   bootstrap intervals, answer recall, and where each answer was lost;
 - :func:`adversarial`: the reader with and without AddSent/AddAny-style distractor sentences
   (``lector eval adversarial``);
+- :func:`equivalence`: rule-based answer equivalence and key-fact match of free-form answers
+  (``lector eval equivalence``);
 - :func:`compare`: two systems on the same questions, paired bootstrap and randomisation test
   (``lector eval compare``).
 """
@@ -21,7 +23,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "compare", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "compare", "equivalence", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -188,3 +190,13 @@ def adversarial(
         candidates=candidates, distractor_seed=distractor_seed, resamples=resamples,
         confidence=confidence, seed=seed, per_question=per_question, progress=progress,
     )
+
+
+def equivalence(items: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """Judges free-form answers as ``lector eval equivalence`` does. Each item is a dict
+    ``{"answer", "golds": [...], "question"?, "context"?, "label"?}``. Returns ``items``: per item
+    ``exact_match``, ``equivalent`` (the same meaning by rules: numbers, dates, units, acronyms),
+    ``key_fact`` (a gold answer inside the answer as whole tokens) and ``answer_tokens``; and
+    ``agreement``: where items carry a person's ``label``, each verdict's ``precision``,
+    ``recall``, ``accuracy`` and ``kappa`` against the labels."""
+    return _lector.equivalence([dict(item) for item in items])

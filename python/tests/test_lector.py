@@ -229,3 +229,25 @@ def test_eval_adversarial_gives_the_clis_numbers(lector_bin, tmp_path):
     assert [v["kind"] for v in ours["variants"]] == ["addsent", "addany"]
     with pytest.raises(ValueError, match="unknown position `middle`"):
         lector.eval.adversarial(lector.Reader(), SAMPLE, positions=["middle"])
+
+
+def test_equivalence_and_tfidf_from_python(lector_bin, tmp_path):
+    labels = [json.loads(line) for line in
+              (SAMPLE.parent.parent / "bench" / "equivalence" / "squad-smollm2-labels.jsonl").read_text().splitlines()]
+    ours = lector.eval.equivalence(labels)
+    cli = json.loads(run_cli(lector_bin, "eval", "equivalence",
+                             str(SAMPLE.parent.parent / "bench" / "equivalence" / "squad-smollm2-labels.jsonl"), "--json"))
+    assert ours["agreement"] == cli["agreement"]
+    assert len(ours["items"]) == len(labels)
+    one = lector.eval.equivalence([{"answer": "twenty-one", "golds": ["21"]}])["items"][0]
+    assert one["equivalent"] and not one["exact_match"]
+    with pytest.raises(ValueError, match="items"):
+        lector.eval.equivalence([{"golds": ["21"]}])
+
+    # An index made with n-grams answers TF-IDF searches, ranked as the CLI ranks them.
+    index = lector.Index(tmp_path / "tfidf", tfidf=True)
+    index.add(paths=[str(SAMPLE)])
+    hits = index.search("Super Bowl halftime show", k=3, mode="tfidf")
+    cli = json.loads(run_cli(lector_bin, "search", "Super Bowl halftime show", "--index", str(tmp_path / "tfidf"),
+                             "--mode", "tfidf", "--k", "3", "--json"))
+    assert [h.doc_id for h in hits] == [h["doc_id"] for h in cli["hits"]]

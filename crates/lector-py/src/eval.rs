@@ -381,3 +381,24 @@ fn parse_names<T: std::str::FromStr<Err = String> + PartialEq>(
     }
     Ok(out)
 }
+
+/// `lector eval equivalence --json` of `items` (dicts `{answer, golds, question?, context?,
+/// label?}`), with each item's verdicts under `items`.
+#[pyfunction]
+pub fn equivalence(py: Python<'_>, items: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    use lector_eval::equivalence;
+    let items: Vec<equivalence::Item> = serde_json::from_value(from_py(&items, "items")?)
+        .map_err(|e| crate::bad_argument(format!("items: {e}")))?;
+    let out = py.detach(|| {
+        let verdicts: Vec<serde_json::Value> = items
+            .iter()
+            .map(|item| {
+                let v = item.judge();
+                serde_json::json!({"exact_match": item.exact_match(), "equivalent": v.equivalent,
+                    "key_fact": v.key_fact, "answer_tokens": v.answer_tokens})
+            })
+            .collect();
+        serde_json::json!({"items": verdicts, "agreement": equivalence::agreement(&items)})
+    });
+    Ok(serialized(py, &out)?.unbind())
+}

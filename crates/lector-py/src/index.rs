@@ -99,15 +99,19 @@ impl Index {
 #[pymethods]
 impl Index {
     #[new]
-    #[pyo3(signature = (path, *, dense = false, embedder = None, passage_words = None))]
+    #[pyo3(signature = (path, *, dense = false, embedder = None, passage_words = None, tfidf = false))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
         dense: bool,
         embedder: Option<PathBuf>,
         passage_words: Option<usize>,
+        tfidf: bool,
     ) -> PyResult<Self> {
-        let mut settings = IndexSettings::default();
+        let mut settings = IndexSettings {
+            tfidf,
+            ..IndexSettings::default()
+        };
         if let Some(words) = passage_words {
             if words == 0 {
                 return Err(PyValueError::new_err("passage_words must be at least 1"));

@@ -2,13 +2,15 @@
 """Benchmark: `lector read` vs the Hugging Face question-answering pipeline (torch, CPU) side by side.
 
 Same checkpoint (models/reader-minilm-squad), same first N SQuAD v1.1 dev questions, same threads (2), the
-pipeline at the batch size given (its fastest on this machine is found with --batch-sizes). Runs alternate;
+pipeline at the batch size given (its fastest on this machine is found with --batch-sizes). The sides take
+turns over --rounds rounds, the order reversed every other round (bench/rounds.py), and each side's min /
+median / max, the ratio of medians, the per-round ratios and the load at each start are printed; also
 prints questions/s (model loading excluded on both sides), peak RSS, the answer agreement and the ratio.
 Then GFLOP/s side by side (bench/gflops.py): both readers' achieved GFLOP/s, with FLOPs counted from the model's
 shapes and the real token counts, against a plain matrix product of the model's linear shapes on this machine
 (candle's `Tensor::matmul`, lector's one-`gemm`-per-thread, torch's `linear`), all on 2 threads.
 
-    python3 bench/reader_speed.py [--limit 2000] [--batch-sizes 1,8,32] [--rounds 1] [--no-gflops]
+    python3 bench/reader_speed.py [--limit 2000] [--batch-sizes 1,8,32] [--rounds 3] [--no-gflops]
                                   [--precisions f32,bf16] [--peer-precisions f32,bf16] [--lector BIN]
 
 `--precisions` runs lector once per listed `--precision` in every round (bf16: bfloat16 products, see the
@@ -25,6 +27,8 @@ import re
 import statistics
 import subprocess
 import tempfile
+
+import rounds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "..", "shared", "data", "squad", "dev-v1.1.json")
@@ -92,7 +96,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=2000)
     parser.add_argument("--batch-sizes", default="8")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-gflops", action="store_true", help="skip the GFLOP/s report")
     parser.add_argument("--precisions", default="f32", help="lector's --precision values to run, e.g. f32,bf16")
     parser.add_argument("--peer-precisions", default="f32", help="the pipeline's precisions, e.g. f32,bf16")
@@ -106,23 +110,35 @@ def main():
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
     python = subprocess.run(["bash", os.path.join(ROOT, "tools", "setup-hf.sh")], check=True, capture_output=True,
                             text=True).stdout.strip().splitlines()[-1]
-    results = {}
     ours = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            for batch in [int(b) for b in args.batch_sizes.split(",")]:
-                for peer in peer_precisions:
-                    name = f"pipeline bs={batch}" + (" bf16" if peer == "bf16" else "")
-                    qps, rss = run_pipeline(python, args.limit, batch, os.path.join(tmp, f"{name}.json"), peer)
-                    results.setdefault(name, []).append((qps, rss))
-                    print(f"round {r + 1}: {name}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
-            for precision in precisions:
+        def pipeline_side(name, batch, peer):
+            def run():
+                qps, rss = run_pipeline(python, args.limit, batch, os.path.join(tmp, f"{name}.json"), peer)
+                print(f"{name}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
+                return {"rate": qps, "rss": rss}
+            return run
+
+        def lector_side(precision):
+            def run():
                 out = os.path.join(tmp, f"lector-{precision}.json")
                 qps, rss = run_lector(lector, args.limit, out, precision)
-                results.setdefault(f"lector {precision}", []).append((qps, rss))
-                print(f"round {r + 1}: lector {precision}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
+                print(f"lector {precision}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
                 with open(out) as f:
                     ours[precision] = json.load(f)
+                return {"rate": qps, "rss": rss}
+            return run
+
+        sides = {}
+        for batch in [int(b) for b in args.batch_sizes.split(",")]:
+            for peer in peer_precisions:
+                name = f"pipeline bs={batch}" + (" bf16" if peer == "bf16" else "")
+                sides[name] = pipeline_side(name, batch, peer)
+        for precision in precisions:
+            sides[f"lector {precision}"] = lector_side(precision)
+        # The sides take turns, the order reversed every other round (bench/rounds.py).
+        runs = rounds.alternate(sides, args.rounds)
+        results = {name: [(r["rate"], r["rss"]) for r in rs] for name, rs in runs.items()}
         fastest = lambda names: max(names, key=lambda k: statistics.median(q for q, _ in results[k]))
         pipelines = [k for k in results if k.startswith("pipeline")]
         best_peer = fastest(pipelines)
@@ -134,6 +150,8 @@ def main():
     print(f"\n{args.limit} questions")
     for k, v in med.items():
         print(f"  {k:20s} median {v:6.1f} q/s, peak RSS {max(r for _, r in results[k]):.0f} MB")
+    print(f"\n{args.rounds} alternating rounds, load average at each start; ratios against {best_batch}:")
+    print(rounds.table(rounds.summary(runs, best_batch), "q/s", best_batch))
     for precision in precisions:
         same = sum(ours[precision][k] == theirs[k] for k in theirs)
         print(f"lector {precision}: answers equal to the pipeline's ({best_batch}) {same}/{len(theirs)}; "

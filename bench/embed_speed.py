@@ -2,7 +2,8 @@
 """Benchmark: `lector models embed` vs sentence-transformers (torch, CPU) on the same model and texts.
 
 all-MiniLM-L6-v2 (the registry's embedder), the first N SciFact abstracts (title + text, as the index embeds
-them), max 256 tokens, batch 32, the same threads on both sides. Runs alternate; prints texts/s (model loading
+them), max 256 tokens, batch 32, the same threads on both sides. The sides take turns, the order reversed every
+other round (bench/rounds.py); prints each side's min / median / max and the load at each start, texts/s (model loading
 excluded on both sides), the median over rounds, the ratio, and how far the two sets of vectors agree.
 
     python3 bench/embed_speed.py [--texts 2000] [--threads 2] [--rounds 3] [--precisions f32,bf16]
@@ -25,6 +26,8 @@ import re
 import statistics
 import subprocess
 import tempfile
+
+import rounds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "..", "shared", "data", "beir", "scifact", "corpus.jsonl")
@@ -98,7 +101,6 @@ def main():
     model_dir = subprocess.run([lector, "models", "pull", "embedder"], check=True, capture_output=True,
                                text=True).stdout.split(": ", 1)[1].strip()
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
-    rates = {**{f"lector {p}": [] for p in precisions}, **{peer: [] for peer in peers}}
     with tempfile.TemporaryDirectory() as tmp:
         texts = os.path.join(tmp, "texts.jsonl")
         count = 0
@@ -113,16 +115,28 @@ def main():
                     break
         ours = {p: os.path.join(tmp, f"lector-{p}.npy") for p in precisions}
         theirs = {peer: os.path.join(tmp, f"st-{peer.split()[-1]}.npy") for peer in peers}
-        for _ in range(args.rounds):
-            for p in precisions:
+        def lector_side(p):
+            def run():
                 out = subprocess.run([lector, "models", "embed", texts, "--out", ours[p], "--json", "--precision", p],
                                      check=True, capture_output=True, text=True, env=env).stdout
-                rates[f"lector {p}"].append(json.loads(out)["texts_per_second"])
-            for peer in peers:
+                rate = json.loads(out)["texts_per_second"]
+                print(f"lector {p}: {rate:.1f} texts/s", flush=True)
+                return {"rate": rate}
+            return run
+
+        def peer_side(peer):
+            def run():
                 out = subprocess.run([python, "-c", PEER, model_dir, texts, theirs[peer], str(args.threads), "32",
                                       peer.split()[-1]], check=True, capture_output=True, text=True, env=env).stdout
-                rates[peer].append(json.loads(out.strip().splitlines()[-1])["texts_per_second"])
-            print("round: " + ", ".join(f"{k} {v[-1]:.1f} texts/s" for k, v in rates.items()), flush=True)
+                rate = json.loads(out.strip().splitlines()[-1])["texts_per_second"]
+                print(f"{peer}: {rate:.1f} texts/s", flush=True)
+                return {"rate": rate}
+            return run
+
+        sides = {**{f"lector {p}": lector_side(p) for p in precisions}, **{peer: peer_side(peer) for peer in peers}}
+        # The sides take turns, the order reversed every other round (bench/rounds.py).
+        turns = rounds.alternate(sides, args.rounds)
+        rates = {name: [r["rate"] for r in rs] for name, rs in turns.items()}
         # Agreement with the float32 peer when it ran (the reference numbers), else the first.
         reference = theirs.get("sentence-transformers f32", theirs[peers[0]])
         runs = {**{f"lector {p}": ours[p] for p in precisions}, **theirs}
@@ -136,6 +150,8 @@ def main():
     for name, rate in med.items():
         print(f"{name:<24}{rate:>10.1f}")
     fastest = max(peers, key=med.get)
+    print(f"\n{args.rounds} alternating rounds, load average at each start; ratios against {fastest}:")
+    print(rounds.table(rounds.summary(turns, fastest), "texts/s", fastest))
     for name in rates:
         print(f"{name}: min cosine {agree[name][0]}, max |diff| {agree[name][1]} against the float32 peer")
     for p in precisions:

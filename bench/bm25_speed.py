@@ -8,7 +8,10 @@ process, import excluded), per-query latency p50/p95 over the 300 test queries (
 `lector eval retrieval --index` reports, MaxP document ranking of depth 1000 included; bm25s: tokenize +
 retrieve top 1000 per query), the medians over rounds, the ratios, and nDCG@10 of both.
 
-    python3 bench/bm25_speed.py [--rounds 5]
+    python3 bench/bm25_speed.py [--rounds 5] [--lector BIN]
+
+The sides take turns, the order reversed every other round (bench/rounds.py), and the per-side spread of the
+p50 rate and the load at each start are printed.
 
 bm25s runs in its own cached environment (~/.cache/lector/bench-bm25s).
 """
@@ -21,6 +24,8 @@ import statistics
 import subprocess
 import tempfile
 import time
+
+import rounds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEIR = os.path.join(ROOT, "..", "shared", "data", "beir", "scifact")
@@ -76,17 +81,19 @@ def ndcg10(lector, run, qrels):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--lector", help="use this lector binary instead of building the release one")
     args = parser.parse_args()
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
-    lector = os.path.join(target, "release", "lector")
+    lector = args.lector or os.path.join(target, "release", "lector")
+    if not args.lector:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
     python = peer_python()
     corpus, queries = os.path.join(BEIR, "corpus.jsonl"), os.path.join(BEIR, "queries.jsonl")
     qrels = os.path.join(BEIR, "qrels", "test.tsv")
-    rows = {"lector": [], "bm25s": []}
     with tempfile.TemporaryDirectory() as tmp:
         index, ours, theirs = (os.path.join(tmp, n) for n in ("index", "lector.trec", "bm25s.trec"))
-        for _ in range(args.rounds):
+
+        def lector_side():
             shutil.rmtree(index, ignore_errors=True)
             start = time.perf_counter()
             subprocess.run([lector, "index", "add", corpus, "--index", index], check=True, capture_output=True)
@@ -95,13 +102,20 @@ def main():
                                   qrels, "--mode", "bm25", "--run-out", ours, "--json"], check=True,
                                  capture_output=True, text=True).stderr
             p50, p95 = map(float, re.search(r"p50 ([\d.]+) ms, p95 ([\d.]+) ms", err).groups())
-            rows["lector"].append((build, p50, p95))
+            print(f"lector: build {build:.2f} s, p50 {p50:.3f} ms", flush=True)
+            return {"rate": 1000.0 / p50, "build": build, "p50": p50, "p95": p95}
+
+        def peer_side():
             out = subprocess.run([python, "-c", PEER, BEIR, theirs], check=True, capture_output=True,
                                  text=True).stdout
             peer = json.loads(out.strip().splitlines()[-1])
-            rows["bm25s"].append((peer["build_s"], peer["p50_ms"], peer["p95_ms"]))
-            print(f"round: lector build {build:.2f} s p50 {p50:.3f} ms; bm25s build {peer['build_s']:.2f} s "
-                  f"p50 {peer['p50_ms']:.3f} ms", flush=True)
+            print(f"bm25s: build {peer['build_s']:.2f} s, p50 {peer['p50_ms']:.3f} ms", flush=True)
+            return {"rate": 1000.0 / peer["p50_ms"], "build": peer["build_s"], "p50": peer["p50_ms"],
+                    "p95": peer["p95_ms"]}
+
+        # The sides take turns, the order reversed every other round (bench/rounds.py).
+        turns = rounds.alternate({"lector": lector_side, "bm25s": peer_side}, args.rounds)
+        rows = {name: [(r["build"], r["p50"], r["p95"]) for r in runs] for name, runs in turns.items()}
         quality = {"lector": ndcg10(lector, ours, qrels), "bm25s": ndcg10(lector, theirs, qrels)}
     med = {name: [statistics.median(r[i] for r in runs) for i in range(3)] for name, runs in rows.items()}
     print(f"\nSciFact (5,183 abstracts, 300 test queries), median of {args.rounds} rounds")
@@ -110,6 +124,8 @@ def main():
         print(f"{name:<10}{build:>10.2f}{p50:>10.3f}{p95:>10.3f}{quality[name]:>10.4f}")
     l, b = med["lector"], med["bm25s"]
     print(f"speed-up lector vs bm25s: build {b[0] / l[0]:.2f}x, p50 {b[1] / l[1]:.2f}x, p95 {b[2] / l[2]:.2f}x")
+    print(f"\n{args.rounds} alternating rounds, queries/s at the p50 latency, load average at each start:")
+    print(rounds.table(rounds.summary(turns, "bm25s"), "queries/s at p50", "bm25s"))
 
 
 if __name__ == "__main__":

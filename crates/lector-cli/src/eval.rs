@@ -418,30 +418,34 @@ fn equivalence(args: &EquivalenceArgs) -> Result<()> {
     if items.is_empty() {
         bail!("{}: no items", args.items.display());
     }
-    let verdicts: Vec<equivalence::Verdict> = items.iter().map(equivalence::Item::judge).collect();
+    let judged = equivalence::judge_all(&items);
     if let Some(path) = &args.per_item {
         let rows: Vec<Value> = items
             .iter()
-            .zip(&verdicts)
-            .map(|(item, v)| {
-                json!({"id": item.id, "answer": item.answer, "exact_match": item.exact_match(),
-                    "equivalent": v.equivalent, "key_fact": v.key_fact,
-                    "answer_tokens": v.answer_tokens, "label": item.label})
+            .zip(&judged)
+            .map(|(item, j)| {
+                let mut row = json!({"id": item.id, "answer": item.answer, "label": item.label});
+                row.as_object_mut()
+                    .expect("an object")
+                    .extend(json!(j).as_object().expect("an object").clone());
+                row
             })
             .collect();
         write_jsonl(path, &rows)?;
     }
-    let share = |f: &dyn Fn(usize) -> bool| {
-        100.0 * (0..items.len()).filter(|&i| f(i)).count() as f64 / items.len() as f64
+    let share = |f: &dyn Fn(&equivalence::Judged) -> bool| {
+        100.0 * judged.iter().filter(|j| f(j)).count() as f64 / items.len() as f64
     };
+    let agreement = equivalence::agreement(&items, &judged);
+    let tokens: usize = judged.iter().map(|j| j.verdict.answer_tokens).sum();
     let summary = json!({
         "items": items.len(),
-        "exact_match": share(&|i| items[i].exact_match()),
-        "equivalent": share(&|i| verdicts[i].equivalent),
-        "key_fact": share(&|i| verdicts[i].key_fact),
-        "answer_tokens": verdicts.iter().map(|v| v.answer_tokens as f64).sum::<f64>() / items.len() as f64,
+        "exact_match": share(&|j| j.exact_match),
+        "equivalent": share(&|j| j.verdict.equivalent),
+        "key_fact": share(&|j| j.verdict.key_fact),
+        "answer_tokens": tokens as f64 / items.len() as f64,
         "labelled": items.iter().filter(|i| i.label.is_some()).count(),
-        "agreement": equivalence::agreement(&items),
+        "agreement": agreement,
     });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -459,7 +463,7 @@ fn equivalence(args: &EquivalenceArgs) -> Result<()> {
         return Ok(());
     }
     println!("against {} labels:", summary["labelled"]);
-    let rows: Vec<Vec<String>> = equivalence::agreement(&items)
+    let rows: Vec<Vec<String>> = agreement
         .iter()
         .map(|a| {
             vec![

@@ -111,24 +111,38 @@ pub struct Agreement {
     pub kappa: Option<f64>,
 }
 
-/// Each automatic verdict (exact match, rule-based equivalence, key fact) against the labels of
-/// the labelled items.
-pub fn agreement(items: &[Item]) -> Vec<Agreement> {
-    let labelled: Vec<(&Item, bool)> = items
+/// An item's verdicts: SQuAD's exact match beside the rule-based ones.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judged {
+    pub exact_match: bool,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+/// Every item judged, in order.
+pub fn judge_all(items: &[Item]) -> Vec<Judged> {
+    items
         .iter()
-        .filter_map(|i| i.label.map(|l| (i, l)))
+        .map(|item| Judged {
+            exact_match: item.exact_match(),
+            verdict: item.judge(),
+        })
+        .collect()
+}
+
+/// Each automatic verdict (exact match, rule-based equivalence, key fact) against the labels of
+/// the labelled items; `judged` is [`judge_all`] of `items`.
+pub fn agreement(items: &[Item], judged: &[Judged]) -> Vec<Agreement> {
+    let labelled: Vec<(&Judged, bool)> = items
+        .iter()
+        .zip(judged)
+        .filter_map(|(i, j)| i.label.map(|l| (j, l)))
         .collect();
-    let verdicts: Vec<Verdict> = labelled.iter().map(|(i, _)| i.judge()).collect();
+    let said = |f: fn(&Judged) -> bool| labelled.iter().map(|(j, _)| f(j)).collect::<Vec<bool>>();
     let rules: [(&'static str, Vec<bool>); 3] = [
-        (
-            "exact_match",
-            labelled.iter().map(|(i, _)| i.exact_match()).collect(),
-        ),
-        (
-            "equivalent",
-            verdicts.iter().map(|v| v.equivalent).collect(),
-        ),
-        ("key_fact", verdicts.iter().map(|v| v.key_fact).collect()),
+        ("exact_match", said(|j| j.exact_match)),
+        ("equivalent", said(|j| j.verdict.equivalent)),
+        ("key_fact", said(|j| j.verdict.key_fact)),
     ];
     rules
         .into_iter()
@@ -623,7 +637,7 @@ mod tests {
             item("Panthers", "Broncos", false),
             item("not the Broncos", "Broncos", false),
         ];
-        let found = agreement(&items);
+        let found = agreement(&items, &judge_all(&items));
         let by = |name: &str| found.iter().find(|a| a.verdict == name).unwrap();
         // EM: one right of one said, one of three labelled yes.
         assert_eq!(
@@ -639,6 +653,9 @@ mod tests {
         assert!((key.precision.unwrap() - 0.75).abs() < 1e-12);
         assert!((key.accuracy - 0.8).abs() < 1e-12);
         // A verdict that says yes to nothing has no precision.
-        assert_eq!(agreement(&items[3..4])[0].precision, None);
+        assert_eq!(
+            agreement(&items[3..4], &judge_all(&items[3..4]))[0].precision,
+            None
+        );
     }
 }

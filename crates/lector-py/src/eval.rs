@@ -390,15 +390,9 @@ pub fn equivalence(py: Python<'_>, items: Bound<'_, PyAny>) -> PyResult<Py<PyAny
     let items: Vec<equivalence::Item> = serde_json::from_value(from_py(&items, "items")?)
         .map_err(|e| crate::bad_argument(format!("items: {e}")))?;
     let out = py.detach(|| {
-        let verdicts: Vec<serde_json::Value> = items
-            .iter()
-            .map(|item| {
-                let v = item.judge();
-                serde_json::json!({"exact_match": item.exact_match(), "equivalent": v.equivalent,
-                    "key_fact": v.key_fact, "answer_tokens": v.answer_tokens})
-            })
-            .collect();
-        serde_json::json!({"items": verdicts, "agreement": equivalence::agreement(&items)})
+        let judged = equivalence::judge_all(&items);
+        let agreement = equivalence::agreement(&items, &judged);
+        serde_json::json!({"items": judged, "agreement": agreement})
     });
     Ok(serialized(py, &out)?.unbind())
 }

@@ -26,6 +26,9 @@ pub enum Error {
     /// The chat template does not parse or fails to render.
     #[error("chat template: {0}")]
     Template(String),
+    /// A prompt file or template is invalid or fails to render (`origin` names the file).
+    #[error("{origin}: {message}")]
+    Prompt { origin: String, message: String },
     /// Invalid generation settings or input (empty prompt, zero beams, ...).
     #[error("{0}")]
     Invalid(String),

@@ -541,6 +541,7 @@ mod tests {
                 prompt_tokens: 0,
             }),
             answer: grounded::check(text, passages, Some(&prompt)),
+            reasoning: None,
             disagreement: None,
             generation: Generation {
                 text: text.into(),
@@ -633,6 +634,7 @@ mod faithfulness_tests {
             question: "Who won?".into(),
             prompt: None,
             answer: grounded::check(text, &passages, Some(&prompt)),
+            reasoning: None,
             disagreement: None,
             generation: Generation {
                 text: text.into(),

@@ -38,6 +38,7 @@ pub mod local;
 pub mod model;
 pub mod openai;
 pub mod options;
+pub mod prompt;
 pub mod qmatmul;
 pub mod template;
 pub mod tokenizer;
@@ -71,6 +72,14 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Message {
             role: "user".into(),
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message (an earlier answer: a few-shot example).
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message {
+            role: "assistant".into(),
             content: content.into(),
         }
     }

@@ -1,12 +1,12 @@
 //! `lector ask`: retrieve, read and aggregate; the answer with its evidence, or an abstention.
 
-use crate::generate::GeneratorArgs;
+use crate::generate::{GeneratorArgs, PromptArgs};
 use crate::index::IndexDir;
 use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt_prob, print_table};
 use anyhow::Result;
 use clap::Args;
-use lector_generate::grounded::{Layout, Passage, Reading};
+use lector_generate::grounded::{Passage, Reading};
 use lector_index::{DocumentStore, Index};
 use lector_pipeline::multihop::{Decomposition, LlmDecomposer};
 use lector_pipeline::{AskOptions, Built, Calibration, Response};
@@ -72,6 +72,8 @@ pub struct AskArgs {
     closed_book: bool,
     #[command(flatten)]
     generator: GeneratorArgs,
+    #[command(flatten)]
+    prompt: PromptArgs,
 }
 
 pub fn run(args: AskArgs) -> Result<()> {
@@ -159,17 +161,16 @@ fn ask_options(args: &AskArgs, search: lector_index::SearchOptions) -> AskOption
 
 /// `ask --generate`: retrieve (unless closed book), prompt, generate with streaming, check.
 fn run_generative(args: &AskArgs) -> Result<()> {
-    let options = args.generator.options()?;
-    let (passages, layout, retrieve_ms) = if args.closed_book {
-        (None, Layout::default(), 0.0)
+    let prompting = args.prompt.load()?;
+    let options = args.generator.options_for(&prompting)?;
+    let mut layout = prompting.layout(&args.question, Default::default())?;
+    let (passages, retrieve_ms) = if args.closed_book {
+        (None, 0.0)
     } else {
         let start = Instant::now();
-        let (passages, layout) = grounding(args)?;
-        (
-            Some(passages),
-            layout,
-            start.elapsed().as_secs_f64() * 1000.0,
-        )
+        let (passages, readings) = grounding(args)?;
+        layout.readings = readings;
+        (Some(passages), start.elapsed().as_secs_f64() * 1000.0)
     };
     let generator = args.generator.load()?;
     let stream = !args.json;
@@ -204,18 +205,18 @@ fn run_generative(args: &AskArgs) -> Result<()> {
     Ok(())
 }
 
-/// The passages a generated answer comes from and how the prompt shows them. On an index with a
-/// confidence map the reader reads the same passages first, so that when the documents disagree
-/// ([`lector_pipeline::ambiguity`]) the answer names every reading; without a map nothing can be
-/// flagged, and the reader is not loaded.
-fn grounding(args: &AskArgs) -> Result<(Vec<Passage>, Layout)> {
+/// The passages a generated answer comes from, and the readings the prompt must name. On an
+/// index with a confidence map the reader reads the same passages first, so that when the
+/// documents disagree ([`lector_pipeline::ambiguity`]) the answer names every reading; without a
+/// map nothing can be flagged, and the reader is not loaded.
+fn grounding(args: &AskArgs) -> Result<(Vec<Passage>, Vec<Reading>)> {
     let store = args.store.open(&args.dir)?;
     let has_map = Calibration::load_from(&store)?.is_some_and(|c| c.confidence.is_some());
     if !has_map {
         let (search, embedder) = args.retrieval.config().resolve(&store, &notify)?;
         let retriever = store.retriever(&search, embedder.as_deref())?;
         let passages = passages_for(&args.rerank, retriever.as_ref(), &args.question, args.k)?;
-        return Ok((passages, Layout::default()));
+        return Ok((passages, Vec::new()));
     }
     let Built {
         pipeline, search, ..
@@ -235,13 +236,7 @@ fn grounding(args: &AskArgs) -> Result<(Vec<Passage>, Layout)> {
         .into_iter()
         .map(|(text, passage)| Reading { text, passage })
         .collect();
-    Ok((
-        passages,
-        Layout {
-            readings,
-            ..Layout::default()
-        },
-    ))
+    Ok((passages, readings))
 }
 
 /// The top `k` passages `retriever` gives `question`, reranked when --rerank is given, as the

@@ -40,7 +40,7 @@ pub enum EvalCommand {
     Adversarial(adversarial::AdversarialArgs),
     /// Generative QA: generated answers (open book on SQuAD gold paragraphs, or closed book)
     /// scored with EM/F1, ROUGE-L, citations and refusals, beside the extractive reader.
-    Generative(generative::GenerativeArgs),
+    Generative(Box<generative::GenerativeArgs>),
     /// Multi-hop QA on a HotpotQA file (distractor or open setting): the official answer,
     /// supporting-fact and joint EM/F1, both-gold-paragraph recall@k, by question type.
     Hotpot(hotpot::HotpotArgs),

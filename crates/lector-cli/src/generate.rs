@@ -3,10 +3,12 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use lector_generate::prompt::Prompting;
 use lector_generate::{
     Decoding, GenerateOptions, Generator, LocalGenerator, OpenAiConfig, OpenAiGenerator,
 };
 use lector_models::registry::wheel_model;
+use lector_pipeline::prompting::PromptSpec;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,9 +48,9 @@ pub struct GeneratorArgs {
     /// Beam search length penalty (score = log-probability / length^penalty).
     #[arg(long, default_value_t = 1.0)]
     length_penalty: f64,
-    /// The most tokens to generate.
-    #[arg(value_parser = crate::values::at_least_one, long, default_value_t = 64, value_name = "N")]
-    max_new_tokens: usize,
+    /// The most tokens to generate [default: the prompt's `max_new_tokens`, else 64].
+    #[arg(value_parser = crate::values::at_least_one, long, value_name = "N")]
+    max_new_tokens: Option<usize>,
     /// Stop before this string (repeatable).
     #[arg(long, value_name = "TEXT")]
     stop: Vec<String>,
@@ -80,6 +82,12 @@ impl GeneratorArgs {
 
     /// The decoding settings asked for.
     pub fn options(&self) -> Result<GenerateOptions> {
+        self.options_for(&Prompting::default())
+    }
+
+    /// The decoding settings asked for, with the room `prompting`'s prompt asks for when
+    /// --max-new-tokens is not given.
+    pub fn options_for(&self, prompting: &Prompting) -> Result<GenerateOptions> {
         let decoding = match (self.beams, self.temperature) {
             (Some(beams), _) => Decoding::Beam {
                 beams,
@@ -94,12 +102,60 @@ impl GeneratorArgs {
         };
         let options = GenerateOptions {
             decoding,
-            max_new_tokens: self.max_new_tokens,
+            max_new_tokens: prompting.max_new_tokens(self.max_new_tokens, DEFAULT_MAX_NEW_TOKENS),
             stop: self.stop.clone(),
             repeat_penalty: self.repeat_penalty,
         };
         options.validate()?;
         Ok(options)
+    }
+}
+
+/// Tokens generated when neither --max-new-tokens nor the prompt says.
+const DEFAULT_MAX_NEW_TOKENS: usize = 64;
+
+/// The prompt of a generated answer: a prompt file and few-shot examples.
+#[derive(Args, Clone, Default)]
+pub struct PromptArgs {
+    /// Prompt file (TOML or YAML; docs/generative.md#prompts) or a shipped prompt's name:
+    /// default, chain-of-thought.
+    #[arg(long, value_name = "FILE|NAME")]
+    prompt: Option<String>,
+    /// Few-shot examples shown before each question: JSON lines {"question", "answer",
+    /// "context" (open book), "title", "reasoning"}, a JSON array of them, or a SQuAD file.
+    #[arg(long, value_name = "FILE")]
+    examples: Option<PathBuf>,
+    /// Examples shown per question.
+    #[arg(long, default_value_t = 3, value_name = "K", requires = "examples")]
+    shots: usize,
+    /// How examples are chosen: fixed (the file's first K) or similar (the K nearest the
+    /// question by the embedder).
+    #[arg(long, default_value = "fixed", value_parser = ["fixed", "similar"], requires = "examples")]
+    select: String,
+}
+
+impl PromptArgs {
+    /// The prompt and examples asked for (similar examples embedded now, with progress).
+    pub fn load(&self) -> Result<Prompting> {
+        let spec = PromptSpec {
+            prompt: self.prompt.clone(),
+            examples: self.examples.clone(),
+            shots: self.shots,
+            select: self.select.parse()?,
+            embedder: None,
+        };
+        let bar = indicatif::ProgressBar::hidden();
+        let prompting =
+            lector_pipeline::prompting::load(&spec, &crate::search::notify, &mut |done, total| {
+                if bar.is_hidden() {
+                    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                    bar.set_length(total as u64);
+                    bar.set_message("embedding the examples");
+                }
+                bar.set_position(done as u64);
+            })?;
+        bar.finish_and_clear();
+        Ok(prompting)
     }
 }
 

@@ -11,6 +11,7 @@
 
 use crate::claims::CitationSource;
 use crate::grounded::{self, Answered, Passage, PassageOrder};
+use crate::prompt::Prompting;
 use crate::{Error, GenerateOptions, Generator, Result};
 use lector_eval::equivalence;
 use lector_eval::retrieval::contains_answer;
@@ -70,6 +71,7 @@ pub fn generate_all(
     dataset: &Dataset,
     open_book: bool,
     options: &GenerateOptions,
+    prompting: &Prompting,
     on_done: &mut dyn FnMut(),
 ) -> Result<Vec<Answered>> {
     let mut out = Vec::with_capacity(dataset.questions.len());
@@ -80,13 +82,22 @@ pub fn generate_all(
             text: q.context.to_string(),
         }];
         let passages = open_book.then_some(&passages[..]);
-        let answered = grounded::answer(generator, &q.question, passages, options, &mut |_| {
-            ControlFlow::Continue(())
-        })
-        .map_err(|e| Error::Question {
-            id: q.id.clone(),
-            source: Box::new(e),
-        })?;
+        let answered = prompting
+            .layout(&q.question, PassageOrder::default())
+            .and_then(|layout| {
+                grounded::answer_with(
+                    generator,
+                    &q.question,
+                    passages,
+                    options,
+                    &layout,
+                    &mut |_| ControlFlow::Continue(()),
+                )
+            })
+            .map_err(|e| Error::Question {
+                id: q.id.clone(),
+                source: Box::new(e),
+            })?;
         out.push(answered);
         on_done();
     }
@@ -196,7 +207,7 @@ pub fn per_question(
         .enumerate()
         .map(|(i, q)| {
             let a = &answered[i];
-            json!({
+            let mut row = json!({
                 "id": q.id, "question": q.question, "golds": q.answers,
                 "generated": a.answer.text, "short_answer": a.answer.short_answer,
                 "em": scores[i].em, "f1": scores[i].f1, "rouge_l": rouge_l[i],
@@ -207,7 +218,11 @@ pub fn per_question(
                 "flagged": a.answer.flagged.iter().map(|&s| &a.answer.sentences[s].text).collect::<Vec<_>>(),
                 "claims": a.answer.claims,
                 "finish_reason": a.generation.finish_reason,
-            })
+            });
+            if let Some(reasoning) = &a.reasoning {
+                row["reasoning"] = reasoning.as_str().into();
+            }
+            row
         })
         .collect()
 }
@@ -237,6 +252,7 @@ pub fn generate_retrieved<E: std::fmt::Display>(
     dataset: &Dataset,
     retrieve: &mut dyn FnMut(&Question) -> std::result::Result<Vec<Passage>, E>,
     options: &GenerateOptions,
+    prompting: &Prompting,
     order: PassageOrder,
     on_done: &mut dyn FnMut(),
 ) -> Result<Vec<(Vec<Passage>, Answered)>> {
@@ -248,10 +264,7 @@ pub fn generate_retrieved<E: std::fmt::Display>(
         };
         let passages = retrieve(q)
             .map_err(|e| in_question(Error::Invalid(format!("retrieving passages: {e}"))))?;
-        let layout = grounded::Layout {
-            order,
-            ..grounded::Layout::default()
-        };
+        let layout = prompting.layout(&q.question, order).map_err(in_question)?;
         let answered = grounded::answer_with(
             generator,
             &q.question,

@@ -29,12 +29,13 @@
 //! starting with the marker (`Answer:`); only what follows the marker is the answer.
 
 use crate::error::{Error, Result};
-use crate::grounded::REFUSAL;
+use crate::grounded::{Layout, PassageOrder, REFUSAL};
 use crate::Message;
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 /// The prompts shipped with lector, by name: the default, and chain of thought.
 pub const SHIPPED: [(&str, &str); 2] = [
@@ -63,13 +64,18 @@ pub struct Turns {
     pub user: String,
 }
 
-/// Chain of thought: the answer is what follows the first line starting with `answer_marker`.
+/// Chain of thought: the answer is what follows the first line starting with `answer_marker`
+/// (or one of `other_markers`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reasoning {
     /// The line start that introduces the final answer (`Answer:`), matched without regard to
-    /// case and to markdown emphasis around it.
+    /// case and to markdown emphasis around it; examples are written with it.
     pub answer_marker: String,
+    /// Other line starts taken to introduce the answer, as lm-evaluation-harness's "The answer
+    /// is" filter takes them (small models write that instead of the marker asked for).
+    #[serde(default)]
+    pub other_markers: Vec<String>,
 }
 
 /// A prompt file as written: every section optional.
@@ -131,6 +137,16 @@ impl Prompt {
     pub fn resolve(spec: &str) -> Result<Prompt> {
         match Prompt::shipped(spec) {
             Some(prompt) => Ok(prompt),
+            None if !Path::new(spec).exists() => {
+                let shipped: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();
+                Err(prompt_error(
+                    spec,
+                    format!(
+                        "no such prompt file, nor a shipped prompt of that name ({})",
+                        shipped.join(", ")
+                    ),
+                ))
+            }
             None => Prompt::load(Path::new(spec)),
         }
     }
@@ -207,11 +223,12 @@ impl Prompt {
             ));
         }
         if let Some(reasoning) = &file.reasoning {
-            let marker = reasoning.answer_marker.trim();
-            if marker.is_empty() || marker.contains('\n') {
+            let mut markers =
+                std::iter::once(&reasoning.answer_marker).chain(&reasoning.other_markers);
+            if markers.any(|m| m.trim().is_empty() || m.contains('\n')) {
                 return Err(prompt_error(
                     origin,
-                    "reasoning.answer_marker: one non-empty line, such as \"Answer:\"".into(),
+                    "reasoning: each marker is one non-empty line, such as \"Answer:\"".into(),
                 ));
             }
         }
@@ -499,10 +516,13 @@ impl Reasoning {
     }
 
     /// Where the marker's line starts and where the text after the marker starts, for the
-    /// first line of `text` that starts with the marker (after spaces and markdown `*`, `#`,
-    /// `_`, `>`).
+    /// first line of `text` that starts with a marker (after spaces and markdown `*`, `#`, `_`,
+    /// `>`).
     fn answer_start(&self, text: &str) -> Option<(usize, usize)> {
-        let marker = self.answer_marker.trim().to_lowercase();
+        let markers: Vec<String> = std::iter::once(&self.answer_marker)
+            .chain(&self.other_markers)
+            .map(|m| m.trim().to_lowercase())
+            .collect();
         let mut offset = 0;
         for line in text.split_inclusive('\n') {
             let lead = line.len()
@@ -510,10 +530,12 @@ impl Reasoning {
                     .trim_start_matches([' ', '\t', '*', '#', '_', '>'])
                     .len();
             let body = &line[lead..];
-            let matches = body.len() >= marker.len()
-                && body.is_char_boundary(marker.len())
-                && body[..marker.len()].to_lowercase() == marker;
-            if matches {
+            let starts = |m: &&String| {
+                body.len() >= m.len()
+                    && body.is_char_boundary(m.len())
+                    && body[..m.len()].to_lowercase() == **m
+            };
+            if let Some(marker) = markers.iter().find(starts) {
                 return Some((offset, offset + lead + marker.len()));
             }
             offset += line.len();
@@ -533,9 +555,10 @@ impl Reasoning {
     }
 }
 
-/// Text after a marker without the emphasis and spaces that follow it (`Answer:** x`).
+/// Text after a marker without the emphasis, colon and spaces that follow it (`Answer:** x`,
+/// `The answer is: x`).
 fn trim_answer_start(text: &str) -> &str {
-    text.trim_start_matches([' ', '\t', '*', '_'])
+    text.trim_start_matches([' ', '\t', '*', '_', ':'])
 }
 
 /// Passes on the streamed tokens of the answer only (see [`Reasoning::stream_filter`]).
@@ -650,6 +673,61 @@ fn examples_from_json(text: &str, origin: &str) -> Result<Vec<Example>> {
             .collect());
     }
     serde_json::from_value(value).map_err(|e| prompt_error(origin, e.to_string()))
+}
+
+/// How few-shot examples are chosen for each question.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExampleSelection {
+    /// The pool's first examples, the same for every question.
+    #[default]
+    Fixed,
+    /// The examples whose questions are nearest the question, by an embedder.
+    Similar,
+}
+
+impl std::str::FromStr for ExampleSelection {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "fixed" => Ok(ExampleSelection::Fixed),
+            "similar" => Ok(ExampleSelection::Similar),
+            other => Err(Error::Invalid(format!(
+                "example selection {other:?}: fixed or similar"
+            ))),
+        }
+    }
+}
+
+/// A prompt and the few-shot examples asked with it: what a run, a request or a Python call
+/// prompts with. The default is the shipped default prompt without examples.
+#[derive(Debug, Clone, Default)]
+pub struct Prompting {
+    pub prompt: Arc<Prompt>,
+    pub examples: Option<Arc<ExamplePool>>,
+}
+
+impl Prompting {
+    /// The layout for `question`: the prompt, the examples picked for it, passages in `order`.
+    pub fn layout(&self, question: &str, order: PassageOrder) -> Result<Layout> {
+        let examples = match &self.examples {
+            Some(pool) => pool.pick(question)?,
+            None => Vec::new(),
+        };
+        Ok(Layout {
+            prompt: Arc::clone(&self.prompt),
+            examples,
+            order,
+            ..Layout::default()
+        })
+    }
+
+    /// The most tokens to generate: `asked` when the caller set it, else the prompt's own,
+    /// else `fallback`.
+    pub fn max_new_tokens(&self, asked: Option<usize>, fallback: usize) -> usize {
+        asked.or(self.prompt.max_new_tokens()).unwrap_or(fallback)
+    }
 }
 
 /// Turns texts into vectors (the embedder a caller chose); errors as text.
@@ -822,12 +900,17 @@ mod tests {
     fn reasoning_is_split_from_the_answer_line() {
         let r = Reasoning {
             answer_marker: "Answer:".into(),
+            other_markers: vec!["The answer is".into()],
         };
         let (reasoning, answer) =
             r.split("The passage says the Broncos won.\n**Answer:** Denver Broncos [1]\n");
         assert_eq!(reasoning, "The passage says the Broncos won.");
         assert_eq!(answer.as_deref(), Some("Denver Broncos [1]"));
         assert_eq!(r.split("answer: 7").1.as_deref(), Some("7"));
+        assert_eq!(
+            r.split("The answer is: Paris.").1.as_deref(),
+            Some("Paris.")
+        );
         // A word that only starts like the marker, or the marker inside a line, is not it.
         assert_eq!(r.split("Answers vary.\nThe Answer: is 3").1, None);
         let reply = "Step one.\nAnswer: Denver Broncos [1].";

@@ -24,6 +24,9 @@ pub enum Error {
     /// A file to index could not be read.
     #[error(transparent)]
     Ingest(#[from] lector_ingest::Error),
+    /// A prompt, its examples or a generation failed.
+    #[error(transparent)]
+    Generate(#[from] lector_generate::Error),
     /// The question is empty or only whitespace.
     #[error("the question is empty")]
     EmptyQuestion,

@@ -42,6 +42,7 @@ pub mod config;
 pub mod error;
 pub mod multihop;
 pub mod odqa;
+pub mod prompting;
 pub mod ranking;
 
 pub use aggregate::{

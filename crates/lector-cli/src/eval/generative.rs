@@ -17,7 +17,7 @@
 //! finds supported, and answers with an unsupported claim.
 
 use super::odqa::{open_questions, squad_questions};
-use crate::generate::GeneratorArgs;
+use crate::generate::{GeneratorArgs, PromptArgs};
 use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -65,6 +65,8 @@ pub struct GenerativeArgs {
     #[command(flatten)]
     generator: GeneratorArgs,
     #[command(flatten)]
+    prompt: PromptArgs,
+    #[command(flatten)]
     rag: rag::RagArgs,
 }
 
@@ -78,7 +80,8 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         (None, Some(_)) => bail!("--questions has no passages to read: add --closed-book"),
         (None, None) => bail!("give --squad DATA.json, or --questions FILE --closed-book"),
     };
-    let options = args.generator.options()?;
+    let prompting = args.prompt.load()?;
+    let options = args.generator.options_for(&prompting)?;
     let generator = args.generator.load()?;
     let start = Instant::now();
     let bar = ProgressBar::new(dataset.questions.len() as u64);
@@ -93,6 +96,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         &dataset,
         open_book,
         &options,
+        &prompting,
         &mut || bar.inc(1),
     )?;
     bar.finish_and_clear();

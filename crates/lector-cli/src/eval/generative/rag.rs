@@ -143,7 +143,8 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
     let index = Index::open(&index_dir)?;
     let (search, embedder) = rag.retrieval.config().resolve(&index, &notify)?;
     let retriever = index.retriever(&search, embedder.as_deref())?;
-    let options = args.generator.options()?;
+    let prompting = args.prompt.load()?;
+    let options = args.generator.options_for(&prompting)?;
     let generator = args.generator.load()?;
     let order = PassageOrder::from(rag.order);
     let start = Instant::now();
@@ -156,6 +157,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
             crate::ask::passages_for(&rag.rerank, retriever.as_ref(), &q.question, rag.k)
         },
         &options,
+        &prompting,
         order,
         &mut || bar.inc(1),
     )?;

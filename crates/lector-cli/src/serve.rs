@@ -5,6 +5,7 @@ use crate::index::IndexDir;
 use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use anyhow::{Context, Result};
 use clap::Args;
+use lector_generate::prompt::PromptLibrary;
 use lector_generate::Generator;
 use lector_ingest::{IsolatedReader, IsolationLimits};
 use lector_querylog::LogConfig;
@@ -102,6 +103,14 @@ pub struct ServeArgs {
     /// The generator's GGUF model file (implies --generate).
     #[arg(long, value_name = "GGUF")]
     generator_model: Option<PathBuf>,
+    /// A folder of prompt files (TOML or YAML) that generative asks may name (`"prompt"`),
+    /// besides the shipped default and chain-of-thought; a file named `default` replaces the
+    /// default.
+    #[arg(long, value_name = "DIR")]
+    prompts: Option<PathBuf>,
+    /// Take a whole prompt from a request (`"prompt_toml"`); without it such requests get 403.
+    #[arg(long)]
+    allow_client_prompts: bool,
     #[command(flatten)]
     log: QueryLogOptions,
 }
@@ -154,6 +163,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     let authenticates = api_key.is_some() || keys.is_some();
     warn_if_exposed(args.addr, authenticates, args.insecure_no_auth)?;
+    let prompts = match &args.prompts {
+        Some(dir) => PromptLibrary::with_folder(dir)?,
+        None => PromptLibrary::default(),
+    };
     let config = |search| Config {
         api_key,
         keys,
@@ -163,6 +176,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
         limits: limits(&args),
         query_log: args.log.config(),
         upload_reader: upload_reader(&args),
+        prompts,
+        client_prompts: args.allow_client_prompts,
     };
     let pipeline = pipeline_config(args.model.as_deref(), &args.retrieval, &args.rerank);
     let store = args.store.store(args.dir.given())?;

@@ -425,6 +425,82 @@ impl Prompt {
     }
 }
 
+/// Prompts by name: the shipped ones, and those of an operator's folder (a file named like a
+/// shipped prompt replaces it, so a folder's `default` becomes the default). What a server
+/// lets its clients name.
+#[derive(Debug, Clone)]
+pub struct PromptLibrary {
+    prompts: BTreeMap<String, Arc<Prompt>>,
+}
+
+impl Default for PromptLibrary {
+    /// The shipped prompts.
+    fn default() -> Self {
+        let prompts = SHIPPED
+            .iter()
+            .map(|(name, _)| {
+                let prompt = Prompt::shipped(name).expect("a shipped prompt");
+                (name.to_string(), Arc::new(prompt))
+            })
+            .collect();
+        PromptLibrary { prompts }
+    }
+}
+
+impl PromptLibrary {
+    /// The shipped prompts and every `.toml`, `.yaml` and `.yml` file of `dir`, by name; two
+    /// files of one name are an error naming both.
+    pub fn with_folder(dir: &Path) -> Result<PromptLibrary> {
+        let origin = dir.display().to_string();
+        let entries = std::fs::read_dir(dir).map_err(|e| prompt_error(&origin, e.to_string()))?;
+        let mut paths: Vec<std::path::PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let extension = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+                p.is_file()
+                    && ["toml", "yaml", "yml"].contains(&extension.to_ascii_lowercase().as_str())
+            })
+            .collect();
+        paths.sort();
+        let mut library = PromptLibrary::default();
+        let mut from_folder: BTreeMap<String, std::path::PathBuf> = BTreeMap::new();
+        for path in paths {
+            let prompt = Prompt::load(&path)?;
+            if let Some(first) = from_folder.get(prompt.name()) {
+                return Err(prompt_error(
+                    &path.display().to_string(),
+                    format!(
+                        "a prompt named `{}` is already in {}",
+                        prompt.name(),
+                        first.display()
+                    ),
+                ));
+            }
+            from_folder.insert(prompt.name().to_string(), path);
+            library
+                .prompts
+                .insert(prompt.name().to_string(), Arc::new(prompt));
+        }
+        Ok(library)
+    }
+
+    /// The prompt called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<Prompt>> {
+        self.prompts.get(name).cloned()
+    }
+
+    /// The prompt used when none is named: the one called `default`.
+    pub fn default_prompt(&self) -> Arc<Prompt> {
+        self.get("default")
+            .expect("the library always has a default")
+    }
+
+    /// The prompts, by name.
+    pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
+        self.prompts.values().map(|p| p.as_ref())
+    }
+}
+
 fn check_size(text: &str, origin: &str) -> Result<()> {
     if text.len() > MAX_PROMPT_BYTES {
         return Err(prompt_error(
@@ -887,6 +963,33 @@ mod tests {
         );
         let err = Prompt::from_toml("color = 1", "p.toml").unwrap_err();
         assert!(err.to_string().contains("unknown field `color`"), "{err}");
+    }
+
+    #[test]
+    fn a_folder_adds_prompts_and_may_replace_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |file: &str, text: &str| std::fs::write(dir.path().join(file), text).unwrap();
+        write(
+            "terse.toml",
+            "[closed_book]\nsystem = \"One word.\"\nuser = \"{{ question }}\"\n",
+        );
+        write("default.yaml", "description: the operator's default\n");
+        write("notes.txt", "not a prompt");
+        let library = PromptLibrary::with_folder(dir.path()).unwrap();
+        let names: Vec<&str> = library.prompts().map(Prompt::name).collect();
+        assert_eq!(names, ["chain-of-thought", "default", "terse"]);
+        assert_eq!(
+            library.default_prompt().description(),
+            "the operator's default"
+        );
+        write("terse2.yml", "name: terse\n");
+        let err = PromptLibrary::with_folder(dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("terse2.yml") && err.contains("already in"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -162,7 +162,9 @@ pub async fn authorize(
 fn required(principal: &Principal, method: &Method, path: &str) -> Result<(), String> {
     let documents = path == "/v1/documents" || path.starts_with("/v1/documents/");
     let (scope, global) = match path {
-        "/v1/ask" | "/v1/chat/completions" | "/v1/search" | "/v1/feedback" => (Scope::Ask, false),
+        "/v1/ask" | "/v1/chat/completions" | "/v1/search" | "/v1/feedback" | "/v1/prompts" => {
+            (Scope::Ask, false)
+        }
         "/v1/label/next" | "/v1/labels" => (Scope::Admin, false),
         "/metrics" => (Scope::Admin, true),
         _ if documents && method == Method::DELETE => (Scope::Admin, false),

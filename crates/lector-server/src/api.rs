@@ -11,7 +11,7 @@ use crate::generative::{self, GenerativeAsk};
 use crate::keys::{Principal, TENANT_FIELD};
 use crate::limit::MAX_K;
 use crate::metrics::AnswerSignals;
-use crate::state::{embedded, AppState};
+use crate::state::{embedded, AppState, Config};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode};
@@ -76,8 +76,15 @@ pub struct AskRequest {
     /// Generative: answer with server-sent events (`token`s, then the `answer`, then `done`).
     #[serde(default)]
     pub stream: bool,
-    /// Generative: the most tokens to generate [default: [`generative::DEFAULT_MAX_TOKENS`]].
+    /// Generative: the most tokens to generate [default: the prompt's own, else
+    /// [`generative::DEFAULT_MAX_TOKENS`]].
     pub max_tokens: Option<usize>,
+    /// Generative: a prompt of the server's library by name (`GET /v1/prompts`) [default: the
+    /// library's `default`].
+    pub prompt: Option<String>,
+    /// Generative: a whole prompt file's text (TOML), only where the operator allows client
+    /// prompts (`lector serve --allow-client-prompts`; 403 otherwise).
+    pub prompt_toml: Option<String>,
     /// Generative: sampling temperature; absent or 0: greedy.
     pub temperature: Option<f64>,
     /// Generative, sampling: nucleus probability mass [default: 1].
@@ -118,6 +125,8 @@ impl AskRequest {
         for (name, given) in [
             ("stream", self.stream),
             ("max_tokens", self.max_tokens.is_some()),
+            ("prompt", self.prompt.is_some()),
+            ("prompt_toml", self.prompt_toml.is_some()),
             ("temperature", self.temperature.is_some()),
             ("top_p", self.top_p.is_some()),
             ("seed", self.seed.is_some()),
@@ -247,7 +256,7 @@ pub async fn ask(
     let search = search_options(&state, retrieval, filter, principal.as_ref())?;
     if mode == AnswerMode::Generative {
         let tenant = principal.as_ref().and_then(|p| p.tenant.clone());
-        let ask = generative_ask(&request, search, tenant)?;
+        let ask = generative_ask(&state.config, &request, search, tenant)?;
         return generative::ask(state, admission, ask, started).await;
     }
     if let Some(field) = request.generation_fields().first() {
@@ -281,13 +290,22 @@ pub fn with_request_id(mut response: HttpResponse, id: &str) -> HttpResponse {
 pub const REQUEST_ID: &str = "x-request-id";
 
 fn generative_ask(
+    config: &Config,
     request: &AskRequest,
     search: SearchOptions,
     tenant: Option<String>,
 ) -> Result<GenerativeAsk, ApiError> {
     check_k(request.k)?;
+    let prompt = generative::prompt(
+        config,
+        request.prompt.as_deref(),
+        request.prompt_toml.as_deref(),
+    )?;
     let options = generative::options(
-        request.max_tokens.unwrap_or(generative::DEFAULT_MAX_TOKENS),
+        request
+            .max_tokens
+            .or(prompt.max_new_tokens())
+            .unwrap_or(generative::DEFAULT_MAX_TOKENS),
         request.temperature,
         request.top_p,
         request.seed,
@@ -295,6 +313,7 @@ fn generative_ask(
     )?;
     Ok(GenerativeAsk {
         question: request.question.clone(),
+        prompt,
         k: request.k,
         search,
         options,

@@ -9,12 +9,15 @@ use crate::api::with_request_id;
 use crate::error::ApiError;
 use crate::limit::Admission;
 use crate::metrics::AnswerSignals;
-use crate::state::AppState;
+use crate::state::{AppState, Config};
 use crate::stream::{self, json_event, Progress, Reporter};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use lector_generate::grounded::{self, Layout, Passage, Reading};
+use lector_generate::prompt::Prompt;
 use lector_generate::{Decoding, FinishReason, GenerateOptions, Generator, MAX_NEW_TOKENS};
 use lector_index::{Hit, SearchOptions};
 use lector_pipeline::AskOptions;
@@ -31,6 +34,8 @@ pub const DEFAULT_MAX_TOKENS: usize = 64;
 #[derive(Debug, Clone)]
 pub struct GenerativeAsk {
     pub question: String,
+    /// The prompt asked with (named from the server's library, or a client's where allowed).
+    pub prompt: Arc<Prompt>,
     /// Passages to retrieve.
     pub k: usize,
     pub search: SearchOptions,
@@ -196,6 +201,7 @@ fn answer(
     // The answer as the user got it (with lector's sentence naming the readings, if any).
     out["text"] = answered.text().into();
     out["mode"] = "generative".into();
+    out["prompt_name"] = ask.prompt.name().into();
     out["generator"] = generator.name().into();
     // Each citation with its passage: the position in the document and the text.
     let citations: Vec<Value> = answered
@@ -238,7 +244,7 @@ fn grounding(state: &AppState, ask: &GenerativeAsk) -> Result<(Vec<Hit>, Layout)
         .is_some_and(|c| c.confidence.is_some());
     if !has_map {
         let hits = pipeline.retrieve(&ask.question, &ask.search, ask.k)?;
-        return Ok((hits, Layout::default()));
+        return Ok((hits, layout_with(ask, Vec::new())));
     }
     let options = AskOptions {
         search: Some(ask.search.clone()),
@@ -252,11 +258,66 @@ fn grounding(state: &AppState, ask: &GenerativeAsk) -> Result<(Vec<Hit>, Layout)
         .map(|(text, passage)| Reading { text, passage })
         .collect();
     let hits = response.passages.into_iter().map(|p| p.hit).collect();
-    let layout = Layout {
+    Ok((hits, layout_with(ask, readings)))
+}
+
+fn layout_with(ask: &GenerativeAsk, readings: Vec<Reading>) -> Layout {
+    Layout {
+        prompt: Arc::clone(&ask.prompt),
         readings,
         ..Layout::default()
-    };
-    Ok((hits, layout))
+    }
+}
+
+/// The prompt a request asks for: a name from the server's library, or (where the operator
+/// allows it) a prompt file's text, bounded like a prompt file and rendered with bounded work;
+/// none: the library's default. 400 for an unknown name or a bad prompt, 403 for text the
+/// server does not take.
+pub fn prompt(
+    config: &Config,
+    name: Option<&str>,
+    text: Option<&str>,
+) -> Result<Arc<Prompt>, ApiError> {
+    match (name, text) {
+        (Some(_), Some(_)) => Err(ApiError::bad_request(
+            "send `prompt` (a name) or `prompt_toml`, not both",
+        )),
+        (Some(name), None) => config.prompts.get(name).ok_or_else(|| {
+            let names: Vec<&str> = config.prompts.prompts().map(Prompt::name).collect();
+            ApiError::bad_request(format!(
+                "no prompt named {name:?} on this server (it has: {})",
+                names.join(", ")
+            ))
+        }),
+        (None, Some(_)) if !config.client_prompts => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "this server takes named prompts only (`prompt`, listed by GET /v1/prompts); its \
+             operator may allow prompt text with `lector serve --allow-client-prompts`",
+        )),
+        (None, Some(text)) => Prompt::from_toml(text, "prompt_toml")
+            .map(Arc::new)
+            .map_err(|e| ApiError::bad_request(e.to_string())),
+        (None, None) => Ok(config.prompts.default_prompt()),
+    }
+}
+
+/// `GET /v1/prompts`: the prompts a request may name, with whether the server takes prompt
+/// text too.
+pub async fn prompts(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let config = &state.config;
+    let prompts: Vec<Value> = config
+        .prompts
+        .prompts()
+        .map(|p| {
+            json!({
+                "name": p.name(),
+                "description": p.description(),
+                "reasoning": p.reasoning().is_some(),
+                "max_tokens": p.max_new_tokens(),
+            })
+        })
+        .collect();
+    Json(json!({ "prompts": prompts, "client_prompts": config.client_prompts }))
 }
 
 /// Generation settings from a request's OpenAI-style fields: greedy without a `temperature` or

@@ -99,6 +99,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/ask", post(api::ask))
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/search", get(api::search))
+        .route("/v1/prompts", get(generative::prompts))
         .route("/v1/feedback", post(feedback::feedback))
         .route("/label", get(label::page))
         .route("/v1/label/next", get(label::next))

@@ -52,6 +52,11 @@ pub struct Config {
     /// Read uploaded PDF and Word files in worker processes with these limits (`None`: in this
     /// process, bounded only by the readers' own limits; see [`lector_ingest::IsolatedReader`]).
     pub upload_reader: Option<Arc<lector_ingest::IsolatedReader>>,
+    /// The prompts generative asks may name (`prompt`): the shipped ones, and the operator's.
+    pub prompts: lector_generate::prompt::PromptLibrary,
+    /// Take a whole prompt from a request (`prompt_toml`); refused (403) otherwise: prompt
+    /// text steers the model, and only the operator's should.
+    pub client_prompts: bool,
 }
 
 impl Config {
@@ -86,6 +91,8 @@ impl Config {
             limits,
             query_log: None,
             upload_reader: None,
+            prompts: Default::default(),
+            client_prompts: false,
         }
     }
 }

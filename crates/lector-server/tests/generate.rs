@@ -42,6 +42,16 @@ struct Server {
 
 impl Server {
     fn start(generator: Option<Arc<dyn Generator>>, limits: Limits, key: Option<&str>) -> Server {
+        Server::start_with(generator, limits, key, |_| {})
+    }
+
+    /// [`Server::start`] with `configure` changing the settings.
+    fn start_with(
+        generator: Option<Arc<dyn Generator>>,
+        limits: Limits,
+        key: Option<&str>,
+        configure: impl FnOnce(&mut Config),
+    ) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
         let walk = ingest::walk(&[workspace().join("samples/squad-v1.1-sample.json")]);
@@ -75,6 +85,7 @@ impl Server {
         let reader = Reader::load(&workspace().join("models/reader-minilm-squad")).unwrap();
         let mut config = Config::new(SearchOptions::for_index(&index, Mode::Bm25), limits);
         config.api_key = key.map(|k| lector_server::ApiKey::new(k).unwrap());
+        configure(&mut config);
         let mut state =
             AppState::new(Pipeline::new(index, reader), Some(writer), None, config).expect("state");
         if let Some(generator) = generator {
@@ -829,5 +840,114 @@ fn a_generation_past_the_timeout_is_504_and_stops() {
         !metrics.contains("finish_reason=\"length\"")
             && !metrics.contains("finish_reason=\"stop\""),
         "{metrics}"
+    );
+}
+
+#[test]
+fn named_prompts_steer_the_answer_and_client_prompt_text_needs_the_operator() {
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(
+        folder.path().join("zoo.toml"),
+        "name = \"zoo\"\ndescription = \"Zoo answers\"\n[open_book]\nsystem = \"Answer with the city only.\"\n\
+         user = \"\"\"<zoo>\n{{ passages }}</zoo>\nQ: {{ question }}\"\"\"\n",
+    )
+    .unwrap();
+    let library = lector_generate::prompt::PromptLibrary::with_folder(folder.path()).unwrap();
+    let server = Server::start_with(Some(smollm2()), limits(), None, |c| c.prompts = library);
+    let listed = call("GET", &server.url("/v1/prompts"), None, None);
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let listed: Value = serde_json::from_str(&listed.body).unwrap();
+    let names: Vec<&str> = listed["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["chain-of-thought", "default", "zoo"]);
+    assert_eq!(listed["client_prompts"], false);
+
+    let question = "Where does the zebra named Quagga live?";
+    let ask = |extra: Value| {
+        let mut body =
+            json!({"question": question, "mode": "generative", "k": 1, "max_tokens": 24});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let zoo = server.post_ok("/v1/ask", &ask(json!({"prompt": "zoo"})));
+    assert_eq!(zoo["prompt_name"], "zoo");
+    let plain = server.post_ok("/v1/ask", &ask(json!({})));
+    assert_eq!(plain["prompt_name"], "default");
+    // The named prompt is what the model saw: its own, shorter, system message.
+    let tokens = |out: &Value| out["timings"]["prompt_tokens"].as_u64().unwrap();
+    assert!(
+        tokens(&zoo) + 40 < tokens(&plain),
+        "{} vs {}",
+        tokens(&zoo),
+        tokens(&plain)
+    );
+
+    // Chain of thought, streamed: the tokens are the answer only; the reasoning comes apart.
+    let mut cot = ask(json!({"prompt": "chain-of-thought", "stream": true}));
+    cot.as_object_mut().unwrap().remove("max_tokens");
+    let reply = server.post("/v1/ask", &cot);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let events = events(&reply.body);
+    let streamed: String = events
+        .iter()
+        .filter(|(name, _)| name == "token")
+        .map(|(_, data)| {
+            serde_json::from_str::<Value>(data).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let answer: Value =
+        serde_json::from_str(&events.iter().find(|(n, _)| n == "answer").unwrap().1).unwrap();
+    assert_eq!(answer["prompt_name"], "chain-of-thought");
+    assert!(answer["reasoning"].is_string(), "{answer:#}");
+    assert_eq!(streamed.trim(), answer["text"].as_str().unwrap().trim());
+    assert!(!streamed.contains(answer["reasoning"].as_str().unwrap()) || answer["reasoning"] == "");
+
+    // Unknown names are 400 with the names there are; prompt text is 403 unless allowed.
+    let unknown = server.post("/v1/ask", &ask(json!({"prompt": "nope"})));
+    assert_eq!(unknown.status, 400);
+    assert!(
+        unknown.body.contains("chain-of-thought, default, zoo"),
+        "{}",
+        unknown.body
+    );
+    let text = "[open_book]\nsystem = \"Be brief.\"\nuser = \"{{ passages }}{{ question }}\"\n";
+    let refused = server.post("/v1/ask", &ask(json!({"prompt_toml": text})));
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.body.contains("--allow-client-prompts"),
+        "{}",
+        refused.body
+    );
+    let extractive = server.post("/v1/ask", &json!({"question": question, "prompt": "zoo"}));
+    assert_eq!(extractive.status, 400, "{}", extractive.body);
+
+    let open = Server::start_with(Some(smollm2()), limits(), None, |c| c.client_prompts = true);
+    let taken = open.post_ok("/v1/ask", &ask(json!({"prompt_toml": text})));
+    assert_eq!(taken["prompt_name"], "");
+    let bad = open.post(
+        "/v1/ask",
+        &ask(json!({"prompt_toml": "[open_book]\nsystem = \"s\"\nuser = \"{{ secrets }}\"\n"})),
+    );
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.body.contains("unknown variable `secrets`"),
+        "{}",
+        bad.body
+    );
+    let spin = "[open_book]\nsystem = \"s\"\nuser = \"{% for i in range(10000) %}{% for j in range(10000) %}x{% endfor %}{% endfor %}{{ passages }}{{ question }}\"\n";
+    let spun = open.post("/v1/ask", &ask(json!({"prompt_toml": spin})));
+    assert_eq!(
+        spun.status, 400,
+        "a looping template runs out of fuel: {}",
+        spun.body
     );
 }

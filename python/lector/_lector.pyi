@@ -112,6 +112,21 @@ def adversarial(
     per_question: bool = ...,
     progress: bool = ...,
 ) -> Dict[str, Any]: ...
+def generative(
+    data: str,
+    *,
+    squad: bool = ...,
+    closed_book: bool = ...,
+    limit: Optional[int] = ...,
+    prompt: Optional[str] = ...,
+    examples: Optional[str] = ...,
+    shots: int = ...,
+    select: str = ...,
+    generator_model: Optional[str] = ...,
+    max_new_tokens: Optional[int] = ...,
+    per_question: bool = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
 def equivalence(items: Sequence[Mapping[str, Any]]) -> Dict[str, Any]: ...
 def compare(
     a: Any,

@@ -23,7 +23,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "compare", "equivalence", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "compare", "equivalence", "generative", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -132,6 +132,44 @@ def odqa(
         rank_prior=rank_prior, ambiguity_odds=ambiguity_odds, resamples=resamples,
         confidence=confidence, seed=seed, per_question=per_question, progress=progress,
         by=_facets(by), overlap_bins=overlap_bins, low_overlap=low_overlap,
+    )
+
+
+def generative(
+    data: Union[str, "os.PathLike[str]"],
+    *,
+    squad: bool = True,
+    closed_book: bool = False,
+    limit: Optional[int] = None,
+    prompt: Optional[Union[str, "os.PathLike[str]"]] = None,
+    examples: Optional[Union[str, "os.PathLike[str]"]] = None,
+    shots: int = 3,
+    select: str = "fixed",
+    generator_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    max_new_tokens: Optional[int] = None,
+    per_question: bool = False,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Generated answers scored as ``lector eval generative --json --no-reader`` scores them.
+    ``data`` is a SQuAD file (open book: each answerable question with its gold paragraph as
+    passage ``[1]``, unless ``closed_book``) or, with ``squad=False``, NQ-open JSON lines asked
+    closed book; the first ``limit`` questions, decoded greedily by the local GGUF
+    ``generator_model`` (default: the registry's SmolLM2-135M-Instruct). ``prompt`` is a prompt
+    file (TOML or YAML) or a shipped prompt's name (``"default"``, ``"chain-of-thought"``);
+    ``examples`` few-shot examples (JSON lines, a JSON array or a SQuAD file), ``shots`` per
+    question, chosen ``"fixed"`` or ``"similar"`` (nearest by the embedder); ``max_new_tokens``
+    defaults to the prompt's own, else 64. Returns EM/F1, ROUGE-L, equivalence, key fact,
+    refusals, citations and faithfulness under ``generative``; ``per_question`` adds the rows
+    of ``--per-question`` (with ``reasoning`` for a chain-of-thought prompt), which
+    :func:`compare` takes."""
+    def path(x: Any) -> Optional[str]:
+        return None if x is None else os.fspath(x)
+
+    return _lector.generative(
+        os.fspath(data), squad=squad, closed_book=closed_book, limit=limit, prompt=path(prompt),
+        examples=path(examples), shots=shots, select=select,
+        generator_model=path(generator_model), max_new_tokens=max_new_tokens,
+        per_question=per_question, progress=progress,
     )
 
 

@@ -251,3 +251,33 @@ def test_equivalence_and_tfidf_from_python(lector_bin, tmp_path):
     cli = json.loads(run_cli(lector_bin, "search", "Super Bowl halftime show", "--index", str(tmp_path / "tfidf"),
                              "--mode", "tfidf", "--k", "3", "--json"))
     assert [h.doc_id for h in hits] == [h["doc_id"] for h in cli["hits"]]
+
+
+def test_eval_generative_with_a_prompt_and_examples_gives_the_clis_numbers(lector_bin, tmp_path):
+    # Three questions of the sample, the shipped generator, chain of thought with one fixed
+    # example: the Python report and rows equal the CLI's (greedy decoding: the same text).
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text(json.dumps({
+        "question": "Who won Super Bowl XLIX?", "answer": "New England Patriots",
+        "context": "The New England Patriots beat the Seattle Seahawks in Super Bowl XLIX.",
+        "reasoning": "The passage says the Patriots beat the Seahawks.",
+    }) + "\n")
+    rows = tmp_path / "rows.jsonl"
+    cli = json.loads(run_cli(
+        lector_bin, "eval", "generative", "--squad", str(SAMPLE), "--limit", "3", "--no-reader",
+        "--prompt", "chain-of-thought", "--examples", str(examples), "--shots", "1",
+        "--per-question", str(rows), "--json",
+    ))
+    ours = lector.eval.generative(SAMPLE, limit=3, prompt="chain-of-thought", examples=examples, shots=1,
+                                  per_question=True)
+    assert ours["generative"] == cli["generative"]
+    assert (ours["questions"], ours["mode"], ours["prompt"]) == (3, "open_book", "chain-of-thought")
+    cli_rows = [json.loads(line) for line in rows.read_text().splitlines()]
+    assert [r["generated"] for r in ours["per_question"]] == [r["generated"] for r in cli_rows]
+    assert all("reasoning" in r for r in ours["per_question"])
+    with pytest.raises(lector.LectorError, match="unknown variable `qestion`"):
+        bad = tmp_path / "bad.toml"
+        bad.write_text('[closed_book]\nsystem = "s"\nuser = "{{ qestion }}"\n')
+        lector.eval.generative(SAMPLE, limit=1, prompt=bad)
+    with pytest.raises(ValueError, match="closed_book"):
+        lector.eval.generative(SAMPLE, squad=False)

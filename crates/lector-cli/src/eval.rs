@@ -7,6 +7,7 @@ use lector_eval::squad::{self, NoAnswer};
 use lector_eval::stats::{Bootstrap, Interval};
 use lector_eval::summary::{self, Intervals};
 use lector_eval::{breakdown, paired, retrieval, rouge};
+use lector_generate::judge::Verdict as JudgeVerdict;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -208,6 +209,10 @@ pub struct EquivalenceArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// A judge model's equivalence verdict too (both orders), reported apart from the rules,
+    /// with its agreement with the labels and with the rules.
+    #[command(flatten)]
+    judge: crate::generate::JudgeModelArgs,
 }
 
 #[derive(Args)]
@@ -412,6 +417,42 @@ fn print_squad_table(summary: &Map<String, Value>, intervals: &Intervals, confid
     print_table(&["metric", "value", &ci_header], &rows);
 }
 
+/// A kappa from a JSON report: three decimals, `-` when undefined.
+pub(crate) fn fmt_kappa(kappa: &Value) -> String {
+    kappa.as_f64().map_or("-".into(), |k| format!("{k:.3}"))
+}
+
+/// The judge's equivalence verdict on each item (both orders), with the judge's model name.
+fn judge_items_equivalence(
+    generator: &dyn lector_generate::Generator,
+    items: &[lector_eval::equivalence::Item],
+) -> Result<(String, Vec<JudgeVerdict>)> {
+    let options = lector_generate::GenerateOptions {
+        decoding: lector_generate::Decoding::Greedy,
+        max_new_tokens: 128,
+        ..lector_generate::GenerateOptions::default()
+    };
+    let judge = lector_generate::judge::Judge::new(generator, options)?;
+    let bar = odqa::progress_bar(items.len() as u64);
+    bar.set_message("items judged");
+    let mut verdicts = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let verdict = match item.answer.trim().is_empty() {
+            true => JudgeVerdict::NotEquivalent,
+            false => {
+                judge
+                    .equivalence(&item.question, &item.golds, &item.answer)
+                    .with_context(|| format!("judging item {}", i + 1))?
+                    .verdict
+            }
+        };
+        verdicts.push(verdict);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok((judge.model().to_string(), verdicts))
+}
+
 fn equivalence(args: &EquivalenceArgs) -> Result<()> {
     use lector_eval::equivalence;
     let items: Vec<equivalence::Item> = lector_eval::input::read_jsonl(&args.items)?;
@@ -419,6 +460,10 @@ fn equivalence(args: &EquivalenceArgs) -> Result<()> {
         bail!("{}: no items", args.items.display());
     }
     let judged = equivalence::judge_all(&items);
+    let by_model = match args.judge.load()? {
+        Some(generator) => Some(judge_items_equivalence(generator.as_ref(), &items)?),
+        None => None,
+    };
     if let Some(path) = &args.per_item {
         let rows: Vec<Value> = items
             .iter()
@@ -431,14 +476,38 @@ fn equivalence(args: &EquivalenceArgs) -> Result<()> {
                 row
             })
             .collect();
+        let rows: Vec<Value> = match &by_model {
+            Some((_, verdicts)) => rows
+                .into_iter()
+                .zip(verdicts)
+                .map(|(mut row, v)| {
+                    row["judge_equivalence"] = v.name().into();
+                    row
+                })
+                .collect(),
+            None => rows,
+        };
         write_jsonl(path, &rows)?;
     }
     let share = |f: &dyn Fn(&equivalence::Judged) -> bool| {
         100.0 * judged.iter().filter(|j| f(j)).count() as f64 / items.len() as f64
     };
-    let agreement = equivalence::agreement(&items, &judged);
+    let mut agreement = equivalence::agreement(&items, &judged);
+    if let Some((_, verdicts)) = &by_model {
+        // Undecided verdicts (orders that disagree, no verdict) count as not equivalent.
+        let (said, labels): (Vec<bool>, Vec<bool>) = items
+            .iter()
+            .zip(verdicts)
+            .filter_map(|(item, v)| Some((*v == JudgeVerdict::Equivalent, item.label?)))
+            .unzip();
+        agreement.push(equivalence::agreement_of(
+            "judge_equivalent",
+            &said,
+            &labels,
+        ));
+    }
     let tokens: usize = judged.iter().map(|j| j.verdict.answer_tokens).sum();
-    let summary = json!({
+    let mut summary = json!({
         "items": items.len(),
         "exact_match": share(&|j| j.exact_match),
         "equivalent": share(&|j| j.verdict.equivalent),
@@ -447,6 +516,13 @@ fn equivalence(args: &EquivalenceArgs) -> Result<()> {
         "labelled": items.iter().filter(|i| i.label.is_some()).count(),
         "agreement": agreement,
     });
+    if let Some((model, verdicts)) = &by_model {
+        let verdicts: Vec<Option<JudgeVerdict>> = verdicts.iter().copied().map(Some).collect();
+        let exact: Vec<bool> = judged.iter().map(|j| j.exact_match).collect();
+        let rules: Vec<equivalence::Verdict> = judged.iter().map(|j| j.verdict.clone()).collect();
+        summary["judge_equivalence"] =
+            lector_generate::evaluate::judge_equivalence_summary(model, &verdicts, &exact, &rules);
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
         return Ok(());
@@ -459,6 +535,19 @@ fn equivalence(args: &EquivalenceArgs) -> Result<()> {
         summary["key_fact"].as_f64().unwrap_or(0.0),
         summary["answer_tokens"].as_f64().unwrap_or(0.0),
     );
+    let judge = &summary["judge_equivalence"];
+    if judge.is_object() {
+        println!(
+            "judge {} (both orders): equivalent {:.1}%, {} inconsistent, {} unparseable; kappa with exact match {}, rule equivalence {}, key fact {}",
+            judge["model"].as_str().unwrap_or_default(),
+            judge["equivalent"].as_f64().unwrap_or(0.0),
+            judge["inconsistent"],
+            judge["unparseable"],
+            fmt_kappa(&judge["kappa_with"]["exact_match"]),
+            fmt_kappa(&judge["kappa_with"]["equivalent"]),
+            fmt_kappa(&judge["kappa_with"]["key_fact"]),
+        );
+    }
     if summary["labelled"] == 0 {
         return Ok(());
     }

@@ -110,6 +110,39 @@ impl GeneratorArgs {
     }
 }
 
+/// The judge model of evaluation runs: correctness and equivalence verdicts (and claims, with
+/// --judge-claims), reported apart from the rule-based figures.
+#[derive(Args, Clone, Default)]
+pub struct JudgeModelArgs {
+    /// Judge with a model behind this OpenAI-compatible endpoint (base URL).
+    #[arg(long, value_name = "URL", conflicts_with = "judge_model")]
+    judge_endpoint: Option<String>,
+    /// The model name sent to --judge-endpoint.
+    #[arg(long, value_name = "NAME", requires = "judge_endpoint")]
+    judge_api_model: Option<String>,
+    /// Judge with this local GGUF model.
+    #[arg(long, value_name = "GGUF")]
+    judge_model: Option<PathBuf>,
+}
+
+impl JudgeModelArgs {
+    /// The judge's generator, when --judge-endpoint or --judge-model is given.
+    pub fn load(&self) -> Result<Option<Box<dyn Generator>>> {
+        if let Some(url) = &self.judge_endpoint {
+            let model = self
+                .judge_api_model
+                .as_deref()
+                .context("--judge-endpoint needs --judge-api-model NAME")?;
+            let config = OpenAiConfig::new(url, model);
+            return Ok(Some(Box::new(OpenAiGenerator::new(config)?)));
+        }
+        match &self.judge_model {
+            Some(path) => Ok(Some(Box::new(load_local(Some(path))?))),
+            None => Ok(None),
+        }
+    }
+}
+
 /// Tokens generated when neither --max-new-tokens nor the prompt says.
 const DEFAULT_MAX_NEW_TOKENS: usize = 64;
 

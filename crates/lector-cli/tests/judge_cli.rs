@@ -99,6 +99,9 @@ fn field<'a>(prompt: &'a str, label: &str) -> Option<&'a str> {
 
 /// The judge's reply to `prompt`.
 fn script(prompt: &str) -> String {
+    if prompt.contains("\nAnswer 1") {
+        return equivalence(prompt);
+    }
     if let Some(answer) = field(prompt, "Candidate answer") {
         return correctness(answer);
     }
@@ -149,6 +152,22 @@ fn correctness(answer: &str) -> String {
     } else {
         format!("Verdict: {verdict}\nReason: gold word check")
     }
+}
+
+/// Equivalent when both answers name the Broncos or neither does; on a "biased" question,
+/// equivalent whenever the answer shown first names the Panthers (so the two orders disagree).
+fn equivalence(prompt: &str) -> String {
+    let line = |start: &str| prompt.lines().find(|l| l.starts_with(start)).unwrap();
+    let (one, two) = (line("Answer 1"), line("Answer 2"));
+    let same = if field(prompt, "Question").unwrap_or("").contains("biased") {
+        one.contains("Panthers")
+    } else {
+        one.contains("Broncos") == two.contains("Broncos")
+    };
+    format!(
+        "Verdict: {}\nReason: team check",
+        if same { "equivalent" } else { "not equivalent" }
+    )
 }
 
 fn pairwise(question: &str, a: &str, b: &str) -> String {
@@ -463,10 +482,13 @@ fn a_retrieval_augmented_run_lets_the_judge_decide_each_claim() {
         "--judge-claims",
     ]);
     assert_eq!(judged["claims_checked_by"], "judge judge-model", "{judged}");
-    // Two answers, each one claim, each claim one judge request; plus two generations and two
-    // correctness verdicts.
+    // Two answers, each one claim, each claim one judge request; plus two generations, two
+    // correctness verdicts and two equivalence verdicts of two orders each.
     assert_eq!(judged["counts"]["claims"], 2, "{judged}");
-    assert_eq!(server.stats.requests.load(Ordering::SeqCst), 6);
+    assert_eq!(server.stats.requests.load(Ordering::SeqCst), 10);
+    // "The Denver Broncos won Super Bowl 50" is the AFC team, not the NFC team.
+    assert_eq!(judged["judge_equivalence"]["equivalent"], 50.0, "{judged}");
+    assert_eq!(judged["judge_equivalence"]["inconsistent"], 0);
     let lexical = run(&[]);
     assert_eq!(lexical["claims_checked_by"], "lexical");
     let refused = fails(&lector(&[
@@ -510,4 +532,108 @@ fn bad_items_are_refused_naming_the_file_and_line() {
     std::fs::write(dir.path().join("items.jsonl"), "{\"question\": \"Q\",\n").unwrap();
     let err = fails(&lector(&["eval", "judge", &items]));
     assert!(err.contains("items.jsonl:1:"), "{err}");
+}
+
+#[test]
+fn the_judge_decides_equivalence_in_both_orders_apart_from_the_rules() {
+    let server = scripted_server();
+    let dir = tempfile::tempdir().unwrap();
+    let item = |q: &str, answer: &str, golds: &[&str], label: bool| json!({"question": q, "answer": answer, "golds": golds, "label": label});
+    let items = [
+        item(
+            QUESTION,
+            "The Denver Broncos won.",
+            &["Denver Broncos"],
+            true,
+        ),
+        item(QUESTION, "Carolina Panthers", &["Denver Broncos"], false),
+        item(
+            QUESTION,
+            "Broncos",
+            &["Denver Broncos", "the Broncos"],
+            true,
+        ),
+        item("A biased question?", "Panthers", &["Broncos"], false),
+    ];
+    let path = dir.path().join("equivalence.jsonl");
+    let text: String = items.iter().map(|i| format!("{i}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    let rows = dir.path().join("rows.jsonl");
+    let out = ok(&lector(&[
+        "eval",
+        "equivalence",
+        &path.to_string_lossy(),
+        "--judge-endpoint",
+        &server.url,
+        "--judge-api-model",
+        "judge-model",
+        "--per-item",
+        &rows.to_string_lossy(),
+        "--json",
+    ]));
+    assert_eq!(
+        server.stats.requests.load(Ordering::SeqCst),
+        8,
+        "two orders per item"
+    );
+    let out: Value = serde_json::from_str(&out).unwrap();
+    let by_judge = &out["judge_equivalence"];
+    assert_eq!(by_judge["model"], "judge-model");
+    assert_eq!(
+        by_judge["inconsistent"], 1,
+        "the biased item's orders disagree"
+    );
+    assert_eq!(by_judge["equivalent"], 50.0);
+    let verdicts: Vec<String> = std::fs::read_to_string(&rows)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["judge_equivalence"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["equivalent", "not_equivalent", "equivalent", "inconsistent"]
+    );
+    let judged = out["agreement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["verdict"] == "judge_equivalent")
+        .expect("the judge's row beside the rules'");
+    assert_eq!(
+        (judged["precision"].as_f64(), judged["recall"].as_f64()),
+        (Some(1.0), Some(1.0))
+    );
+    // The rule-based rows are unchanged by the judge.
+    let rules: Vec<&str> = out["agreement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        ["exact_match", "equivalent", "key_fact", "judge_equivalent"]
+    );
+
+    // The same judge through `eval judge --mode equivalence`, with labels and the cache.
+    let judge_items = write_items(
+        dir.path(),
+        &[
+            json!({"question": QUESTION, "answer": "The Denver Broncos won.", "references": ["Denver Broncos"], "label": "equivalent"}),
+            json!({"question": QUESTION, "answer": "Carolina Panthers", "references": "Denver Broncos", "label": "not equivalent"}),
+        ],
+    );
+    let report: Value = serde_json::from_str(&ok(&judge(
+        &server,
+        &judge_items,
+        &dir.path().join("cache"),
+        &["--mode", "equivalence", "--json"],
+    )))
+    .unwrap();
+    assert_eq!(report["agreement"]["accuracy"], 1.0, "{report:#}");
 }

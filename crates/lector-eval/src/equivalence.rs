@@ -96,7 +96,8 @@ impl Item {
 /// How one automatic verdict agrees with people's labels.
 #[derive(Debug, Clone, Serialize)]
 pub struct Agreement {
-    /// Which verdict: `exact_match`, `equivalent` or `key_fact`.
+    /// Which verdict: `exact_match`, `equivalent`, `key_fact` (or a model's, such as
+    /// `judge_equivalent`).
     pub verdict: &'static str,
     /// Items it calls equivalent.
     pub positives: usize,
@@ -144,28 +145,29 @@ pub fn agreement(items: &[Item], judged: &[Judged]) -> Vec<Agreement> {
         ("equivalent", said(|j| j.verdict.equivalent)),
         ("key_fact", said(|j| j.verdict.key_fact)),
     ];
+    let labels: Vec<bool> = labelled.iter().map(|(_, l)| *l).collect();
     rules
         .into_iter()
-        .map(|(verdict, said)| {
-            let pairs: Vec<(bool, bool)> = said
-                .iter()
-                .zip(&labelled)
-                .map(|(&s, (_, l))| (s, *l))
-                .collect();
-            let count = |f: &dyn Fn(&(bool, bool)) -> bool| pairs.iter().filter(|p| f(p)).count();
-            let positives = count(&|(s, _)| *s);
-            let true_positives = count(&|(s, l)| *s && *l);
-            let labelled_yes = count(&|(_, l)| *l);
-            Agreement {
-                verdict,
-                positives,
-                precision: (positives > 0).then(|| true_positives as f64 / positives as f64),
-                recall: (labelled_yes > 0).then(|| true_positives as f64 / labelled_yes as f64),
-                accuracy: count(&|(s, l)| s == l) as f64 / pairs.len().max(1) as f64,
-                kappa: crate::stats::agreement::cohen_kappa(&pairs),
-            }
-        })
+        .map(|(verdict, said)| agreement_of(verdict, &said, &labels))
         .collect()
+}
+
+/// How the verdicts `said` (one per item) agree with `labels` (the same items), the verdict
+/// being called `verdict`: precision and recall of "equivalent", accuracy, kappa.
+pub fn agreement_of(verdict: &'static str, said: &[bool], labels: &[bool]) -> Agreement {
+    let pairs: Vec<(bool, bool)> = said.iter().copied().zip(labels.iter().copied()).collect();
+    let count = |f: &dyn Fn(&(bool, bool)) -> bool| pairs.iter().filter(|p| f(p)).count();
+    let positives = count(&|(s, _)| *s);
+    let true_positives = count(&|(s, l)| *s && *l);
+    let labelled_yes = count(&|(_, l)| *l);
+    Agreement {
+        verdict,
+        positives,
+        precision: (positives > 0).then(|| true_positives as f64 / positives as f64),
+        recall: (labelled_yes > 0).then(|| true_positives as f64 / labelled_yes as f64),
+        accuracy: count(&|(s, l)| s == l) as f64 / pairs.len().max(1) as f64,
+        kappa: crate::stats::agreement::cohen_kappa(&pairs),
+    }
 }
 
 fn same_text(a: &str, b: &str) -> bool {

@@ -11,6 +11,7 @@
 
 use crate::claims::CitationSource;
 use crate::grounded::{self, Answered, Passage, PassageOrder};
+use crate::judge::{Judge, Verdict as JudgeVerdict};
 use crate::prompt::Prompting;
 use crate::{Error, GenerateOptions, Generator, Result};
 use lector_eval::equivalence;
@@ -177,6 +178,80 @@ impl GoldRun {
             "generative": self.summary.to_json(),
         })
     }
+}
+
+/// The judge's equivalence verdict on each answer (one per question of `dataset`, in order)
+/// against the question's golds, asked in both orders ([`Judge::equivalence`]); an empty answer
+/// (a refusal, or none) is not equivalent without asking, and a question without golds is not
+/// asked (`None`). `on_done` is called after each question.
+pub fn judge_equivalence(
+    judge: &Judge,
+    dataset: &Dataset,
+    answers: &[&str],
+    on_done: &mut dyn FnMut(),
+) -> Result<Vec<Option<JudgeVerdict>>> {
+    let mut out = Vec::with_capacity(answers.len());
+    for (q, answer) in dataset.questions.iter().zip(answers) {
+        let verdict = match (q.answers.is_empty(), answer.trim().is_empty()) {
+            (true, _) => None,
+            (false, true) => Some(JudgeVerdict::NotEquivalent),
+            (false, false) => Some(
+                judge
+                    .equivalence(&q.question, &q.answers, answer)
+                    .map_err(|e| Error::Question {
+                        id: q.id.clone(),
+                        source: Box::new(e),
+                    })?
+                    .verdict,
+            ),
+        };
+        out.push(verdict);
+        on_done();
+    }
+    Ok(out)
+}
+
+/// The judge's equivalence verdicts summed up apart from the rules: the share called
+/// equivalent (%, of the questions asked or answered empty; undecided ones count as not
+/// equivalent), the undecided ones (orders that disagree, replies without a verdict), and the
+/// judge's agreement (Cohen's kappa) with exact match, rule-based equivalence and key fact on
+/// the same answers (`exact_match` and `rules` one per question, like `verdicts`).
+pub fn judge_equivalence_summary(
+    model: &str,
+    verdicts: &[Option<JudgeVerdict>],
+    exact_match: &[bool],
+    rules: &[equivalence::Verdict],
+) -> Value {
+    let decided: Vec<(usize, JudgeVerdict)> = verdicts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| Some((i, (*v)?)))
+        .collect();
+    let count = |v: JudgeVerdict| decided.iter().filter(|(_, d)| *d == v).count();
+    let said: Vec<bool> = decided
+        .iter()
+        .map(|(_, v)| *v == JudgeVerdict::Equivalent)
+        .collect();
+    let kappa = |rule: &dyn Fn(usize) -> bool| {
+        let pairs: Vec<(bool, bool)> = decided
+            .iter()
+            .zip(&said)
+            .map(|((i, _), s)| (*s, rule(*i)))
+            .collect();
+        lector_eval::stats::agreement::cohen_kappa(&pairs)
+    };
+    json!({
+        "model": model,
+        "questions": decided.len(),
+        "equivalent": 100.0 * count(JudgeVerdict::Equivalent) as f64 / decided.len().max(1) as f64,
+        "inconsistent": count(JudgeVerdict::Inconsistent),
+        "unparseable": count(JudgeVerdict::Unparseable),
+        "kappa_with": {
+            "exact_match": kappa(&|i| exact_match[i]),
+            "equivalent": kappa(&|i| rules[i].equivalent),
+            "key_fact": kappa(&|i| rules[i].key_fact),
+        },
+    })
 }
 
 /// Answers scored against `dataset`'s gold answers: SQuAD scores and ROUGE-L F per question.

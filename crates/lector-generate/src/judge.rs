@@ -13,6 +13,11 @@
 //!   `A`, `B` or `tie`. Both orders are asked (a shown first, then b shown first); the second
 //!   verdict is swapped back (its `A` means b) and the pair's verdict counts only when both
 //!   agree, otherwise it is [`Verdict::Inconsistent`].
+//! - *Equivalence* ([`Judge::equivalence`]): question, reference answer(s), candidate ->
+//!   `equivalent` (the two name the same answer, whatever the wording) or `not_equivalent`.
+//!   Asked in both orders (the candidate shown first, then the references first); the verdict
+//!   counts only when both agree, otherwise it is [`Verdict::Inconsistent`]. The model-based
+//!   counterpart of [`lector_eval::equivalence`]'s rules, reported apart from them.
 //!
 //! **Parsing** ([`parse`]): the reply is read for `Verdict: X` (or a JSON object, or a bare
 //! verdict) with tolerance for case, Markdown, code fences and prose; anything else is
@@ -52,6 +57,8 @@ pub enum Mode {
     Faithfulness,
     /// Two answers against each other, in both orders.
     Pairwise,
+    /// A candidate answer against reference answers: the same answer or not, in both orders.
+    Equivalence,
 }
 
 impl Mode {
@@ -65,6 +72,7 @@ impl Mode {
             ],
             Mode::Faithfulness => &[Verdict::Supported, Verdict::NotSupported],
             Mode::Pairwise => &[Verdict::A, Verdict::B, Verdict::Tie],
+            Mode::Equivalence => &[Verdict::Equivalent, Verdict::NotEquivalent],
         }
     }
 
@@ -74,6 +82,7 @@ impl Mode {
             Mode::Correctness => "correctness",
             Mode::Faithfulness => "faithfulness",
             Mode::Pairwise => "pairwise",
+            Mode::Equivalence => "equivalence",
         }
     }
 }
@@ -103,7 +112,14 @@ pub enum Verdict {
     /// Pairwise: neither answer is better.
     #[serde(rename = "tie")]
     Tie,
-    /// Pairwise: the two orders gave different verdicts once swapped back.
+    /// Equivalence: the candidate names the same answer as a reference.
+    #[serde(rename = "equivalent")]
+    Equivalent,
+    /// Equivalence: it does not.
+    #[serde(rename = "not_equivalent")]
+    NotEquivalent,
+    /// Pairwise or equivalence: the two orders gave different verdicts (pairs: once swapped
+    /// back).
     #[serde(rename = "inconsistent")]
     Inconsistent,
     /// The reply names no verdict, or two different ones.
@@ -123,6 +139,8 @@ impl Verdict {
             Verdict::A => "A",
             Verdict::B => "B",
             Verdict::Tie => "tie",
+            Verdict::Equivalent => "equivalent",
+            Verdict::NotEquivalent => "not_equivalent",
             Verdict::Inconsistent => "inconsistent",
             Verdict::Unparseable => "unparseable",
         }
@@ -335,6 +353,36 @@ impl<'g> Judge<'g> {
         })
     }
 
+    /// Whether `answer` names the same answer to `question` as `references` (at least one),
+    /// asked in both orders: the candidate shown first, then the references first.
+    pub fn equivalence(
+        &self,
+        question: &str,
+        references: &[String],
+        answer: &str,
+    ) -> Result<PairJudgement> {
+        if references.is_empty() {
+            return Err(Error::Invalid(
+                "judging equivalence needs at least one reference answer".into(),
+            ));
+        }
+        let f = Fields::new(&self.specials);
+        let candidate = [answer.to_string()];
+        let first = self.ask(
+            Mode::Equivalence,
+            prompts::equivalence(&f, question, &candidate, references),
+        )?;
+        let second = self.ask(
+            Mode::Equivalence,
+            prompts::equivalence(&f, question, references, &candidate),
+        )?;
+        Ok(PairJudgement {
+            verdict: PairJudgement::combine(first.verdict, second.verdict),
+            first,
+            second,
+        })
+    }
+
     /// The reply to `messages`, from the cache or the generator, read in `mode`.
     fn ask(&self, mode: Mode, messages: Vec<Message>) -> Result<Judgement> {
         let key = cache::key(&self.model, &self.options, &messages);
@@ -436,5 +484,11 @@ mod tests {
         assert_eq!(PairJudgement::combine(A, A), Inconsistent);
         assert_eq!(PairJudgement::combine(Tie, B), Inconsistent);
         assert_eq!(PairJudgement::combine(A, Unparseable), Unparseable);
+        // Equivalence asks the same question twice: the verdicts must be equal.
+        assert_eq!(PairJudgement::combine(Equivalent, Equivalent), Equivalent);
+        assert_eq!(
+            PairJudgement::combine(Equivalent, NotEquivalent),
+            Inconsistent
+        );
     }
 }

@@ -24,6 +24,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lector_eval::squad::{self, Dataset};
 use lector_generate::evaluate::{self, GoldRun, Summary};
+use lector_generate::judge::{Judge, Verdict as JudgeVerdict};
 use lector_reader::Reader;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -114,6 +115,15 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         }
         None => None,
     };
+    let shorts: Vec<&str> = run
+        .answered
+        .iter()
+        .map(|a| a.answer.short_answer.as_str())
+        .collect();
+    let judged = match args.rag.judge.load()? {
+        Some(judge) => Some(judge_equivalence(judge.as_ref(), &dataset, &shorts)?),
+        None => None,
+    };
     if let Some(path) = &args.per_question {
         let mut rows = run.rows(&dataset);
         if let Some((answers, rs)) = &reader {
@@ -121,6 +131,11 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
                 row["reader_answer"] = answers[i].clone().into();
                 row["reader_em"] = rs[i].em.into();
                 row["reader_f1"] = rs[i].f1.into();
+            }
+        }
+        if let Some((_, verdicts)) = &judged {
+            for (row, verdict) in rows.iter_mut().zip(verdicts) {
+                row["judge_equivalence"] = verdict.map(JudgeVerdict::name).into();
             }
         }
         super::write_jsonl(path, &rows)?;
@@ -132,7 +147,35 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         seconds,
     );
     json["extractive"] = serde_json::to_value(extractive.as_ref().map(Summary::to_json))?;
+    if let Some((model, verdicts)) = &judged {
+        json["judge_equivalence"] = evaluate::judge_equivalence_summary(
+            model,
+            verdicts,
+            &exact(&run.scores),
+            &run.verdicts,
+        );
+    }
     print_report(args.json, &json, &run.summary, extractive.as_ref())
+}
+
+/// Whether each score is an exact match.
+pub(super) fn exact(scores: &[squad::QuestionScore]) -> Vec<bool> {
+    scores.iter().map(|s| s.em > 0.0).collect()
+}
+
+/// The judge's equivalence verdict on each short answer (both orders; see
+/// [`evaluate::judge_equivalence`]), with the judge's model name.
+pub(super) fn judge_equivalence(
+    generator: &dyn lector_generate::Generator,
+    dataset: &Dataset,
+    shorts: &[&str],
+) -> Result<(String, Vec<Option<JudgeVerdict>>)> {
+    let judge = Judge::new(generator, rag::judge_options())?;
+    let bar = super::odqa::progress_bar(dataset.questions.len() as u64);
+    bar.set_message("answers judged for equivalence");
+    let verdicts = evaluate::judge_equivalence(&judge, dataset, shorts, &mut || bar.inc(1))?;
+    bar.finish_and_clear();
+    Ok((judge.model().to_string(), verdicts))
 }
 
 /// The reader's answers on the gold paragraphs and their scores.
@@ -198,5 +241,19 @@ fn print_report(json: bool, report: &Value, g: &Summary, e: Option<&Summary>) ->
     .map(|(name, gv, ev)| vec![name.to_string(), opt(gv), opt(ev)])
     .collect();
     print_table(&["metric", "generative", "extractive"], &rows);
+    let judged = &report["judge_equivalence"];
+    if judged.is_object() {
+        println!(
+            "judge {} (equivalence, both orders; apart from the rules): equivalent {:.2}% of {} answers, {} inconsistent, {} unparseable; kappa with exact match {}, rule equivalence {}, key fact {}",
+            judged["model"].as_str().unwrap_or_default(),
+            judged["equivalent"].as_f64().unwrap_or_default(),
+            judged["questions"],
+            judged["inconsistent"],
+            judged["unparseable"],
+            super::fmt_kappa(&judged["kappa_with"]["exact_match"]),
+            super::fmt_kappa(&judged["kappa_with"]["equivalent"]),
+            super::fmt_kappa(&judged["kappa_with"]["key_fact"]),
+        );
+    }
     Ok(())
 }

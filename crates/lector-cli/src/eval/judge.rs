@@ -63,6 +63,9 @@ enum ModeArg {
     Faithfulness,
     /// Two answers, asked in both orders: A / B / tie.
     Pairwise,
+    /// Candidate answer against reference answers, asked in both orders: equivalent / not
+    /// equivalent (the model-based counterpart of `eval equivalence`'s rules).
+    Equivalence,
 }
 
 impl From<ModeArg> for Mode {
@@ -71,6 +74,7 @@ impl From<ModeArg> for Mode {
             ModeArg::Correctness => Mode::Correctness,
             ModeArg::Faithfulness => Mode::Faithfulness,
             ModeArg::Pairwise => Mode::Pairwise,
+            ModeArg::Equivalence => Mode::Equivalence,
         }
     }
 }

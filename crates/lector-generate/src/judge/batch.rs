@@ -49,6 +49,9 @@ pub fn judge_item(judge: &Judge, mode: Mode, item: &Item) -> Result<Outcome> {
         (Candidate::Single(answer), Mode::Faithfulness) => judge
             .faithfulness(&item.question, &item.context, answer)
             .map(Outcome::Single),
+        (Candidate::Single(answer), Mode::Equivalence) => judge
+            .equivalence(&item.question, &item.references, answer)
+            .map(Outcome::Pair),
         (Candidate::Pair(a, b), Mode::Pairwise) => judge
             .pairwise(&item.question, &item.references, a, b)
             .map(Outcome::Pair),

@@ -96,7 +96,7 @@ fn check(raw: RawItem, line: usize, mode: Mode) -> std::result::Result<Item, Str
             (Some(a), Some(b)) => Candidate::Pair(a, b),
             _ => return Err("pairwise judging needs `answer_a` and `answer_b`".into()),
         },
-        Mode::Correctness | Mode::Faithfulness => match raw.answer {
+        Mode::Correctness | Mode::Faithfulness | Mode::Equivalence => match raw.answer {
             Some(a) => Candidate::Single(a),
             None => return Err(format!("{} judging needs `answer`", mode.name())),
         },
@@ -104,8 +104,12 @@ fn check(raw: RawItem, line: usize, mode: Mode) -> std::result::Result<Item, Str
     if mode != Mode::Faithfulness && raw.question.trim().is_empty() {
         return Err("`question` is missing or empty".into());
     }
-    if mode == Mode::Correctness && raw.references.iter().all(|r| r.trim().is_empty()) {
-        return Err("correctness judging needs `references` (a string or a list)".into());
+    let needs_references = matches!(mode, Mode::Correctness | Mode::Equivalence);
+    if needs_references && raw.references.iter().all(|r| r.trim().is_empty()) {
+        return Err(format!(
+            "{} judging needs `references` (a string or a list)",
+            mode.name()
+        ));
     }
     if mode == Mode::Faithfulness && raw.context.iter().all(|c| c.trim().is_empty()) {
         return Err("faithfulness judging needs `context` (a passage or a list)".into());

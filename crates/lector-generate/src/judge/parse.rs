@@ -149,6 +149,14 @@ fn synonyms(verdict: Verdict) -> &'static [&'static str] {
         Verdict::A => &["a", "answer a", "response a"],
         Verdict::B => &["b", "answer b", "response b"],
         Verdict::Tie => &["tie", "equal", "a tie", "both equal", "same", "draw"],
+        Verdict::Equivalent => &["equivalent", "the same", "same", "same answer", "yes"],
+        Verdict::NotEquivalent => &[
+            "not equivalent",
+            "not the same",
+            "different",
+            "different answers",
+            "no",
+        ],
         Verdict::Inconsistent | Verdict::Unparseable => &[],
     }
 }

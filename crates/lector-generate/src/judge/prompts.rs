@@ -43,6 +43,16 @@ Reply with exactly two lines:
 Verdict: <A | B | tie>
 Reason: <one short sentence>";
 
+const EQUIVALENCE_SCALE: &str = "Do the two answers give the same answer to the question? \
+Wording, length, extra explanation, numbers written as words or digits, date formats and \
+abbreviations do not matter: only whether they name the same thing. When an answer lists \
+acceptable forms, matching any one of them is enough.
+- equivalent: they name the same answer.
+- not equivalent: they name different answers, or one of them names none.
+Reply with exactly two lines:
+Verdict: <equivalent | not equivalent>
+Reason: <one short sentence>";
+
 /// Cleans untrusted text for the prompt.
 pub(super) struct Fields<'a> {
     specials: &'a [String],
@@ -133,6 +143,30 @@ pub(super) fn claim(f: &Fields, claim: &str, passage: &str) -> Vec<Message> {
         "Passage: {}\nClaim: {}\n\n{CLAIM_SCALE}",
         f.block(passage),
         f.line(claim),
+    );
+    vec![Message::system(SYSTEM), Message::user(user)]
+}
+
+/// The equivalence prompt with `first` shown as answer 1 and `second` as answer 2 (each one
+/// answer, or a reference's acceptable forms).
+pub(super) fn equivalence(
+    f: &Fields,
+    question: &str,
+    first: &[String],
+    second: &[String],
+) -> Vec<Message> {
+    let answer = |label: &str, forms: &[String]| match forms {
+        [one] => format!("{label}: {}\n", f.line(one)),
+        many => {
+            let forms: Vec<String> = many.iter().map(|v| f.line(v)).collect();
+            format!("{label} (acceptable forms): {}\n", forms.join("; "))
+        }
+    };
+    let user = format!(
+        "Question: {}\n{}{}\n{EQUIVALENCE_SCALE}",
+        f.line(question),
+        answer("Answer 1", first),
+        answer("Answer 2", second),
     );
     vec![Message::system(SYSTEM), Message::user(user)]
 }

@@ -159,7 +159,7 @@ fn verdicts_of(outcomes: &[Outcome]) -> Vec<Option<Verdict>> {
 
 fn verdict_counts(mode: Mode, outcomes: &[Outcome]) -> Vec<(Verdict, usize)> {
     let mut kinds: Vec<Verdict> = mode.verdicts().to_vec();
-    if mode == Mode::Pairwise {
+    if matches!(mode, Mode::Pairwise | Mode::Equivalence) {
         kinds.push(Verdict::Inconsistent);
     }
     kinds.push(Verdict::Unparseable);
@@ -236,8 +236,14 @@ fn verbosity(mode: Mode, items: &[Item], verdicts: &[Option<Verdict>]) -> Option
 /// The number a decided verdict stands for in the verbosity correlation.
 fn score(mode: Mode, verdict: Verdict) -> Option<f64> {
     match (mode, verdict) {
-        (_, Verdict::Correct | Verdict::Supported) => Some(1.0),
-        (_, Verdict::PartiallyCorrect | Verdict::Incorrect | Verdict::NotSupported) => Some(0.0),
+        (_, Verdict::Correct | Verdict::Supported | Verdict::Equivalent) => Some(1.0),
+        (
+            _,
+            Verdict::PartiallyCorrect
+            | Verdict::Incorrect
+            | Verdict::NotSupported
+            | Verdict::NotEquivalent,
+        ) => Some(0.0),
         (_, Verdict::A) => Some(1.0),
         (_, Verdict::B) => Some(-1.0),
         (_, Verdict::Tie) => Some(0.0),

@@ -23,7 +23,7 @@ use lector_eval::stats::Bootstrap;
 use lector_generate::evaluate::{self, ExtraScore, Figure, RagQuestion};
 use lector_generate::grounded::{Answered, Passage, PassageOrder};
 use lector_generate::judge::{Judge, Verdict};
-use lector_generate::{Decoding, GenerateOptions, Generator, OpenAiConfig, OpenAiGenerator};
+use lector_generate::{Decoding, GenerateOptions, Generator};
 use lector_index::Index;
 use lector_models::bertscore::{BertScorer, ScoreOptions};
 use lector_models::TokenEncoder;
@@ -65,20 +65,8 @@ pub struct RagArgs {
     /// The encoder layer BERTScore matches [default: the last].
     #[arg(long, value_name = "N", requires = "bertscore_model")]
     bertscore_layer: Option<usize>,
-    /// Judge correctness with a model behind this OpenAI-compatible endpoint (base URL).
-    #[arg(
-        long,
-        value_name = "URL",
-        requires = "retrieve",
-        conflicts_with = "judge_model"
-    )]
-    judge_endpoint: Option<String>,
-    /// The model name sent to --judge-endpoint.
-    #[arg(long, value_name = "NAME", requires = "judge_endpoint")]
-    judge_api_model: Option<String>,
-    /// Judge correctness with this local GGUF model.
-    #[arg(long, value_name = "GGUF", requires = "retrieve")]
-    judge_model: Option<PathBuf>,
+    #[command(flatten)]
+    pub judge: crate::generate::JudgeModelArgs,
     /// Let the judge (--judge-model or --judge-endpoint) also decide each claim of each answer
     /// against its passage, instead of the lexical claim checker: faithfulness, citations and
     /// unsupported answers are then the judge's.
@@ -163,7 +151,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
     )?;
     bar.finish_and_clear();
     let seconds = start.elapsed().as_secs_f64();
-    let judge = judge_generator(rag)?;
+    let judge = rag.judge.load()?;
     let claims_checker = match (rag.judge_claims, &judge) {
         (false, _) => "lexical".to_string(),
         (true, Some(judge)) => judge_claims(judge.as_ref(), &dataset, &mut answered)?,
@@ -198,6 +186,21 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         Some(judge) => Some(judge_correctness(judge.as_ref(), &dataset, &shorts)?),
         None => None,
     };
+    let equivalence_judged = match &judge {
+        Some(judge) => Some(super::judge_equivalence(judge.as_ref(), &dataset, &shorts)?),
+        None => None,
+    };
+    // 1 for an answer the judge calls equivalent to a gold; unanswerable questions as for the
+    // correctness judge (1 for a refusal).
+    let judge_equivalent: Option<Vec<f64>> = equivalence_judged.as_ref().map(|(_, verdicts)| {
+        let mut values = unanswerable_values(&dataset, &shorts);
+        for (value, verdict) in values.iter_mut().zip(verdicts) {
+            if let Some(v) = verdict {
+                *value = f64::from(u8::from(*v == Verdict::Equivalent));
+            }
+        }
+        values
+    });
     let mut extra = vec![
         ExtraScore {
             name: "equivalent",
@@ -220,6 +223,12 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
             values: &j.values,
         });
     }
+    if let Some(values) = &judge_equivalent {
+        extra.push(ExtraScore {
+            name: "judge_equivalent",
+            values,
+        });
+    }
     let settings = Bootstrap {
         resamples: rag.resamples,
         confidence: rag.confidence,
@@ -236,6 +245,9 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
             if let Some(j) = &judged {
                 line["judge"] = j.values[i].into();
                 line["judge_verdict"] = j.verdicts[i].map(Verdict::name).into();
+            }
+            if let Some((_, verdicts)) = &equivalence_judged {
+                line["judge_equivalence"] = verdicts[i].map(Verdict::name).into();
             }
         }
         super::super::write_jsonl(out, &lines)?;
@@ -265,6 +277,12 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
     }
     if let Some(j) = &judged {
         extras.insert("judge".into(), j.summary());
+    }
+    if let Some((model, judged)) = &equivalence_judged {
+        extras.insert(
+            "judge_equivalence".into(),
+            evaluate::judge_equivalence_summary(model, judged, &super::exact(&scores), &verdicts),
+        );
     }
     report(args, &setting, &figures, &counts(&rows, &generated), extras)
 }
@@ -361,22 +379,6 @@ fn unanswerable_values(dataset: &Dataset, shorts: &[&str]) -> Vec<f64> {
         .collect()
 }
 
-/// The judge's generator, when --judge-endpoint or --judge-model is given.
-fn judge_generator(rag: &RagArgs) -> Result<Option<Box<dyn Generator>>> {
-    if let Some(url) = &rag.judge_endpoint {
-        let model = rag
-            .judge_api_model
-            .as_deref()
-            .context("--judge-endpoint needs --judge-api-model NAME")?;
-        let config = OpenAiConfig::new(url, model);
-        return Ok(Some(Box::new(OpenAiGenerator::new(config)?)));
-    }
-    match &rag.judge_model {
-        Some(path) => Ok(Some(Box::new(crate::generate::load_local(Some(path))?))),
-        None => Ok(None),
-    }
-}
-
 /// The judge's verdicts on the answerable questions' short answers, and per-question values.
 struct Judged {
     model: String,
@@ -439,7 +441,7 @@ fn judge_correctness(
 }
 
 /// The judge's decoding: greedy (the same prompt, the same verdict), room for a short reason.
-fn judge_options() -> GenerateOptions {
+pub(super) fn judge_options() -> GenerateOptions {
     GenerateOptions {
         decoding: Decoding::Greedy,
         max_new_tokens: 128,

@@ -10,6 +10,7 @@ mod index;
 mod keys;
 mod label;
 mod models;
+mod questions;
 mod read;
 mod report;
 mod search;
@@ -95,6 +96,9 @@ enum Command {
     Ask(ask::AskArgs),
     /// Choose the no-answer threshold on SQuAD v2.0 data and store it with the index.
     Calibrate(calibrate::CalibrateArgs),
+    /// A test set from the index's documents: questions proposed by rule or by a language
+    /// model, kept when the reader recovers the answer and retrieval finds the passage (SQuAD JSON).
+    GenerateQuestions(questions::GenerateQuestionsArgs),
     /// Serve the HTTP API and the web page: ask, search, add and remove documents.
     Serve(serve::ServeArgs),
     /// Named keys with scopes and tenants for `serve --keys`.
@@ -131,6 +135,7 @@ fn main() {
         Command::Ask(args) => ask::run(args),
         Command::Keys(cmd) => keys::run(cmd),
         Command::Calibrate(args) => calibrate::run(args),
+        Command::GenerateQuestions(args) => questions::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Label(cmd) => label::run(cmd),
         Command::Train(cmd) => train::run(cmd),

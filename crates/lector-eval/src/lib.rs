@@ -32,6 +32,7 @@ pub mod jsonl;
 pub mod mrqa;
 pub mod normalize;
 pub mod paired;
+pub mod questions;
 pub mod report;
 pub mod retrieval;
 pub mod rouge;

@@ -368,6 +368,12 @@ fn score_question(
     }
 }
 
+/// SQuAD v1.1's F1 of one prediction against one gold answer (`f1_score` of evaluate-v1.1.py).
+pub fn answer_f1(prediction: &str, gold: &str) -> f64 {
+    let (pred, gold) = (normalize_answer(prediction), normalize_answer(gold));
+    f1_v1(&sorted_tokens(&pred), &sorted_tokens(&gold))
+}
+
 /// Tokens of a normalised answer, sorted so that multiset intersections are a linear merge.
 fn sorted_tokens(normalized: &str) -> Vec<&str> {
     let mut tokens = tokens_of(normalized);

@@ -43,6 +43,7 @@ pub mod error;
 pub mod multihop;
 pub mod odqa;
 pub mod prompting;
+pub mod questions;
 pub mod ranking;
 
 pub use aggregate::{

@@ -256,10 +256,12 @@ fn llm_question(llm: &dyn Generator, passage: &str, answer: &str) -> Result<Opti
     Ok(question.filter(|q| !normalize_answer(q).contains(&normalize_answer(answer))))
 }
 
+/// A document's questions by passage.
+type Paragraphs<'a> = BTreeMap<usize, Vec<&'a GeneratedQuestion>>;
+
 /// The questions as SQuAD v1.1 JSON: an article per document, a paragraph per passage.
 pub fn to_squad(questions: &[GeneratedQuestion]) -> Value {
-    let mut articles: BTreeMap<&str, (Option<&str>, BTreeMap<usize, Vec<&GeneratedQuestion>>)> =
-        BTreeMap::new();
+    let mut articles: BTreeMap<&str, (Option<&str>, Paragraphs)> = BTreeMap::new();
     for q in questions {
         let article = articles
             .entry(&q.doc_id)

@@ -58,6 +58,7 @@ __all__ = [
     "Response",
     "calibrate",
     "eval",
+    "generate_questions",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -513,6 +514,30 @@ def calibrate(
         reader=None if reader is None else reader.model_dir,
         mode=mode,
         progress=progress,
+    )
+
+
+def generate_questions(
+    pipeline: Pipeline,
+    *,
+    per_passage: int = 3,
+    limit_passages: Optional[int] = None,
+    min_f1: float = 1.0,
+    k: int = 5,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """A test set from the documents of ``pipeline``'s index, as ``lector generate-questions``
+    makes it (rule-made questions): candidate answers (dates, numbers, names; ``per_passage`` per
+    passage of the first ``limit_passages``) turned into questions, kept when the pipeline's reader
+    recovers the answer (F1 at least ``min_f1``; 1: the same answer) and its retrieval ranks the
+    passage within ``k``. Returns ``{"report": counts of each step and the round-trip pass rate,
+    "squad": the questions as SQuAD v1.1 JSON, each with its source passage}``; the ``squad``
+    part is what ``eval.odqa`` and ``lector eval odqa --squad`` take once written to a file."""
+    if not isinstance(pipeline, Pipeline):
+        raise TypeError(f"pipeline must be a lector.Pipeline, not {type(pipeline).__name__}")
+    return _lector.generate_questions(
+        pipeline._inner, per_passage=per_passage, limit_passages=limit_passages, min_f1=min_f1,
+        k=k, progress=progress,
     )
 
 

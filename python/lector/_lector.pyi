@@ -112,6 +112,15 @@ def adversarial(
     per_question: bool = ...,
     progress: bool = ...,
 ) -> Dict[str, Any]: ...
+def generate_questions(
+    pipeline: Pipeline,
+    *,
+    per_passage: int = ...,
+    limit_passages: Optional[int] = ...,
+    min_f1: float = ...,
+    k: int = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
 def generative(
     data: str,
     *,

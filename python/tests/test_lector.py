@@ -281,3 +281,17 @@ def test_eval_generative_with_a_prompt_and_examples_gives_the_clis_numbers(lecto
         lector.eval.generative(SAMPLE, limit=1, prompt=bad)
     with pytest.raises(ValueError, match="closed_book"):
         lector.eval.generative(SAMPLE, squad=False)
+
+
+def test_generate_questions_gives_the_clis_set(lector_bin, odqa, tmp_path):
+    # The same index, reader and retrieval: the same questions as `lector generate-questions`.
+    pipeline = lector.Pipeline(lector.Index(odqa["index"]))
+    ours = lector.generate_questions(pipeline, k=3)
+    out = tmp_path / "set.json"
+    report = json.loads(run_cli(lector_bin, "generate-questions", "--index", odqa["index"], "--out", str(out),
+                                "--k", "3", "--json"))
+    assert ours["report"] == report
+    assert ours["squad"] == json.loads(out.read_text())
+    assert report["kept"] > 0
+    with pytest.raises(ValueError, match="min_f1"):
+        lector.generate_questions(pipeline, min_f1=2.0)

@@ -94,3 +94,58 @@ pub fn generative(
     bar.finish_and_clear();
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// `lector generate-questions` over the pipeline's index: questions proposed by rule from the
+/// index's passages (the first `limit_passages`, `per_passage` candidate answers each), kept
+/// when the pipeline's reader recovers the answer (F1 at least `min_f1`) and its retrieval ranks
+/// the passage within `k`. Returns `{"report": ..., "squad": ...}`: the counts of each step, and
+/// the questions as the SQuAD v1.1 JSON the CLI writes.
+#[pyfunction]
+#[pyo3(signature = (pipeline, *, per_passage = 3, limit_passages = None, min_f1 = 1.0, k = 5,
+    progress = false))]
+pub fn generate_questions(
+    py: Python<'_>,
+    pipeline: &Bound<'_, crate::pipeline::Pipeline>,
+    per_passage: usize,
+    limit_passages: Option<usize>,
+    min_f1: f64,
+    k: usize,
+    progress: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_pipeline::questions::{self, Method, Options};
+    if per_passage == 0 || k == 0 || !(0.0..=1.0).contains(&min_f1) {
+        return Err(crate::bad_argument(
+            "per_passage and k must be at least 1, min_f1 in [0, 1]",
+        ));
+    }
+    let options = Options {
+        method: Method::Rules,
+        per_passage,
+        min_f1,
+        k,
+        search: pipeline.get().search().clone(),
+    };
+    let built = pipeline.get().current(py)?;
+    let bar = crate::index::bar(progress);
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let passages = questions::passages_of(built.store(), limit_passages);
+        let (found, report) = questions::generate(
+            &built,
+            &passages,
+            &options,
+            None,
+            &mut |step, done, total| {
+                bar.set_message(step.to_string());
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )
+        .or_raise()?;
+        Ok(serde_json::json!({
+            "report": report,
+            "squad": questions::to_squad(&found),
+        }))
+    })?;
+    bar.finish_and_clear();
+    Ok(serialized(py, &out)?.unbind())
+}

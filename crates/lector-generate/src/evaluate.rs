@@ -127,20 +127,27 @@ impl GoldRun {
         on_done: &mut dyn FnMut(),
     ) -> Result<GoldRun> {
         let answered = generate_all(generator, dataset, open_book, options, prompting, on_done)?;
-        let shorts: Vec<&str> = answered
-            .iter()
-            .map(|a| a.answer.short_answer.as_str())
-            .collect();
+        let mut run = GoldRun {
+            answered,
+            scores: Vec::new(),
+            rouge_l: Vec::new(),
+            verdicts: Vec::new(),
+            summary: Summary::default(),
+        };
+        let shorts = run.short_answers();
         let (scores, rouge_l) = score_answers(dataset, &shorts)?;
         let verdicts = equivalence(dataset, &shorts);
-        let summary = summarise(&scores, &rouge_l, &verdicts, &answered, open_book);
-        Ok(GoldRun {
-            answered,
-            scores,
-            rouge_l,
-            verdicts,
-            summary,
-        })
+        let summary = summarise(&scores, &rouge_l, &verdicts, &run.answered, open_book);
+        (run.scores, run.rouge_l, run.verdicts, run.summary) = (scores, rouge_l, verdicts, summary);
+        Ok(run)
+    }
+
+    /// The short answers, one per question: what EM/F1 and equivalence score.
+    pub fn short_answers(&self) -> Vec<&str> {
+        self.answered
+            .iter()
+            .map(|a| a.answer.short_answer.as_str())
+            .collect()
     }
 
     /// One row per question ([`per_question`]).

@@ -115,11 +115,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         }
         None => None,
     };
-    let shorts: Vec<&str> = run
-        .answered
-        .iter()
-        .map(|a| a.answer.short_answer.as_str())
-        .collect();
+    let shorts = run.short_answers();
     let judged = match args.rag.judge.load()? {
         Some(judge) => Some(judge_equivalence(judge.as_ref(), &dataset, &shorts)?),
         None => None,

@@ -8,8 +8,13 @@
 # prints each configuration's F1 on the human and on the generated questions, both rankings, and
 # Kendall's tau-b between them.
 #
+# The human questions are asked with `eval odqa --squad` (the index holds their paragraphs, so
+# nothing is added); the generated ones with `--questions` (JSON lines of question and answer),
+# which asks an index as it is: their paragraphs are the index's passages, not documents to add.
+# Steps whose output is in OUT_DIR already are not run again (delete OUT_DIR to start over).
+#
 # Usage: bench/generated_questions.sh [OUT_DIR]  (LECTOR: the binary, else target/release/lector;
-# LECTOR_DATA_DIR: the shared data, else ../shared/data). About 30 minutes on 2 cores.
+# LECTOR_DATA_DIR: the shared data, else ../shared/data). About 40 minutes on 2 cores.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$repo/target/generated-questions}"
@@ -17,7 +22,6 @@ lector="${LECTOR:-$repo/target/release/lector}"
 data="${LECTOR_DATA_DIR:-$repo/../shared/data}"
 paragraphs="${PARAGRAPHS:-200}"
 mkdir -p "$out"
-rm -rf "$out/index"
 
 python3 - "$data/squad/dev-v1.1.json" "$paragraphs" "$out/human.json" <<'PY'
 import json, sys
@@ -34,17 +38,34 @@ json.dump({"version": "1.1", "data": kept}, open(target, "w"))
 print(f"{limit - left} paragraphs, {sum(len(p['qas']) for a in kept for p in a['paragraphs'])} human questions")
 PY
 
-"$lector" index add "$out/human.json" --index "$out/index" --dense --tfidf
-/usr/bin/time -f "generate-questions: %e s" "$lector" generate-questions --index "$out/index" \
-  --out "$out/generated.json" --json | tee "$out/generate-report.json"
+[ -d "$out/index" ] || "$lector" index add "$out/human.json" --index "$out/index" --dense --tfidf
+[ -s "$out/generated.json" ] || /usr/bin/time -f "generate-questions: %e s" "$lector" \
+  generate-questions --index "$out/index" --out "$out/generated.json" --json \
+  | tee "$out/generate-report.json"
+python3 - "$out/generated.json" "$out/generated.jsonl" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+with open(sys.argv[2], "w") as out:
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                answers = [a["text"] for a in qa["answers"]]
+                out.write(json.dumps({"id": qa["id"], "question": qa["question"], "answer": answers}) + "\n")
+PY
 
 configs=(bm25:1 bm25:5 tfidf:1 tfidf:5 dense:1 dense:5 hybrid:1 hybrid:5)
 for set in human generated; do
   for config in "${configs[@]}"; do
     mode="${config%%:*}"; k="${config##*:}"
+    result="$out/$set-$mode-k$k.json"
+    [ -s "$result" ] && continue
     echo "== $set $mode k=$k"
-    "$lector" eval odqa --squad "$out/$set.json" --index "$out/index" --mode "$mode" --k "$k" \
-      --json > "$out/$set-$mode-k$k.json"
+    case "$set" in
+      human) questions=(--squad "$out/human.json") ;;
+      generated) questions=(--questions "$out/generated.jsonl") ;;
+    esac
+    "$lector" eval odqa "${questions[@]}" --index "$out/index" --mode "$mode" --k "$k" \
+      --json > "$result.part" && mv "$result.part" "$result"
   done
 done
 

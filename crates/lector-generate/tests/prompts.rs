@@ -48,12 +48,19 @@ fn chain_of_thought_streams_only_the_answer_and_keeps_the_reasoning() {
         .as_deref()
         .expect("a reasoning prompt keeps the reasoning");
     let raw = &answered.generation.text;
-    // Whatever the small model wrote, the parts add up: reasoning, marker, answer.
-    match raw.find("Answer:") {
-        Some(_) => {
-            assert_eq!(streamed.trim(), answered.answer.text.trim());
-            assert!(!answered.answer.text.contains("Answer:"), "{raw}");
-            assert!(raw.contains(reasoning), "{raw}");
+    // Whatever the small model wrote, the parts add up: the reasoning before the marker's line,
+    // the answer after the marker, and only the answer streamed.
+    let marker = layout.prompt.reasoning().expect("a reasoning prompt");
+    let (before, after) = marker.split(raw);
+    assert_eq!(reasoning, before, "{raw}");
+    match after {
+        Some(after) => {
+            assert_eq!(answered.answer.text, after, "{raw}");
+            assert_eq!(streamed.trim(), after.trim(), "{raw}");
+            assert!(
+                !streamed.contains(reasoning) || reasoning.is_empty(),
+                "{raw}"
+            );
         }
         None => {
             assert!(

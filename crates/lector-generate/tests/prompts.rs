@@ -57,10 +57,6 @@ fn chain_of_thought_streams_only_the_answer_and_keeps_the_reasoning() {
         Some(after) => {
             assert_eq!(answered.answer.text, after, "{raw}");
             assert_eq!(streamed.trim(), after.trim(), "{raw}");
-            assert!(
-                !streamed.contains(reasoning) || reasoning.is_empty(),
-                "{raw}"
-            );
         }
         None => {
             assert!(

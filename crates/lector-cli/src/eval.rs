@@ -427,12 +427,7 @@ fn judge_items_equivalence(
     generator: &dyn lector_generate::Generator,
     items: &[lector_eval::equivalence::Item],
 ) -> Result<(String, Vec<JudgeVerdict>)> {
-    let options = lector_generate::GenerateOptions {
-        decoding: lector_generate::Decoding::Greedy,
-        max_new_tokens: 128,
-        ..lector_generate::GenerateOptions::default()
-    };
-    let judge = lector_generate::judge::Judge::new(generator, options)?;
+    let judge = lector_generate::judge::Judge::new(generator, crate::generate::judge_options())?;
     let bar = odqa::progress_bar(items.len() as u64);
     bar.set_message("items judged");
     let mut verdicts = Vec::with_capacity(items.len());

@@ -101,7 +101,7 @@ impl GeneratorArgs {
         };
         let options = GenerateOptions {
             decoding,
-            max_new_tokens: prompting.max_new_tokens(self.max_new_tokens, DEFAULT_MAX_NEW_TOKENS),
+            max_new_tokens: prompting.max_new_tokens(self.max_new_tokens),
             stop: self.stop.clone(),
             repeat_penalty: self.repeat_penalty,
         };
@@ -125,6 +125,15 @@ pub struct JudgeModelArgs {
     judge_model: Option<PathBuf>,
 }
 
+/// The judge's decoding: greedy (the same prompt, the same verdict), room for a short reason.
+pub fn judge_options() -> GenerateOptions {
+    GenerateOptions {
+        decoding: Decoding::Greedy,
+        max_new_tokens: 128,
+        ..GenerateOptions::default()
+    }
+}
+
 impl JudgeModelArgs {
     /// The judge's generator, when --judge-endpoint or --judge-model is given.
     pub fn load(&self) -> Result<Option<Box<dyn Generator>>> {
@@ -142,9 +151,6 @@ impl JudgeModelArgs {
         }
     }
 }
-
-/// Tokens generated when neither --max-new-tokens nor the prompt says.
-const DEFAULT_MAX_NEW_TOKENS: usize = 64;
 
 /// The prompt of a generated answer: a prompt file and few-shot examples.
 #[derive(Args, Clone, Default)]

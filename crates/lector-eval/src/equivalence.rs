@@ -340,7 +340,8 @@ fn scale(word: &str) -> Option<f64> {
     }
 }
 
-fn small_number(word: &str) -> Option<f64> {
+/// The value of a number word from "zero" to "ninety" (lower case): "seven" -> 7, "forty" -> 40.
+pub fn number_word(word: &str) -> Option<f64> {
     if let Some(i) = SMALL.iter().position(|w| *w == word) {
         return Some(i as f64);
     }
@@ -470,7 +471,7 @@ fn number_at(words: &[String]) -> Option<(f64, usize)> {
             let mut current: Option<f64> = None;
             let mut used = 0;
             for (k, w) in words.iter().enumerate() {
-                if let Some(n) = small_number(w) {
+                if let Some(n) = number_word(w) {
                     current = Some(current.unwrap_or(0.0) + n);
                 } else if let (Some(s), Some(c)) = (scale(w), current) {
                     if s == 100.0 {
@@ -481,7 +482,7 @@ fn number_at(words: &[String]) -> Option<(f64, usize)> {
                     }
                 } else if w == "and"
                     && current.is_some()
-                    && words.get(k + 1).and_then(|n| small_number(n)).is_some()
+                    && words.get(k + 1).and_then(|n| number_word(n)).is_some()
                 {
                 } else {
                     break;

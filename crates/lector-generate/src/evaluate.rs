@@ -127,27 +127,22 @@ impl GoldRun {
         on_done: &mut dyn FnMut(),
     ) -> Result<GoldRun> {
         let answered = generate_all(generator, dataset, open_book, options, prompting, on_done)?;
-        let mut run = GoldRun {
-            answered,
-            scores: Vec::new(),
-            rouge_l: Vec::new(),
-            verdicts: Vec::new(),
-            summary: Summary::default(),
-        };
-        let shorts = run.short_answers();
+        let shorts = short_answers(&answered);
         let (scores, rouge_l) = score_answers(dataset, &shorts)?;
         let verdicts = equivalence(dataset, &shorts);
-        let summary = summarise(&scores, &rouge_l, &verdicts, &run.answered, open_book);
-        (run.scores, run.rouge_l, run.verdicts, run.summary) = (scores, rouge_l, verdicts, summary);
-        Ok(run)
+        let summary = summarise(&scores, &rouge_l, &verdicts, &answered, open_book);
+        Ok(GoldRun {
+            answered,
+            scores,
+            rouge_l,
+            verdicts,
+            summary,
+        })
     }
 
     /// The short answers, one per question: what EM/F1 and equivalence score.
     pub fn short_answers(&self) -> Vec<&str> {
-        self.answered
-            .iter()
-            .map(|a| a.answer.short_answer.as_str())
-            .collect()
+        short_answers(&self.answered)
     }
 
     /// One row per question ([`per_question`]).
@@ -185,6 +180,14 @@ impl GoldRun {
             "generative": self.summary.to_json(),
         })
     }
+}
+
+/// The short answer of each generated answer, in order.
+pub fn short_answers(answered: &[Answered]) -> Vec<&str> {
+    answered
+        .iter()
+        .map(|a| a.answer.short_answer.as_str())
+        .collect()
 }
 
 /// The judge's equivalence verdict on each answer (one per question of `dataset`, in order)

@@ -49,6 +49,10 @@ pub const SHIPPED: [(&str, &str); 2] = [
 /// The largest prompt file (or prompt text from a request) accepted, in bytes.
 pub const MAX_PROMPT_BYTES: usize = 64 * 1024;
 
+/// Tokens a generated answer may take when neither the caller nor the prompt says: a short
+/// answer with its citations fits.
+pub const DEFAULT_MAX_NEW_TOKENS: usize = 64;
+
 /// Template instructions one render may run: a loop in a template cannot spin (a prompt may come
 /// from a request where the operator allows it).
 pub const FUEL: u64 = 200_000;
@@ -326,6 +330,14 @@ impl Prompt {
     /// when the caller sets none.
     pub fn max_new_tokens(&self) -> Option<usize> {
         self.max_new_tokens
+    }
+
+    /// The most tokens to generate: `asked` when the caller set it, else the prompt's own,
+    /// else [`DEFAULT_MAX_NEW_TOKENS`].
+    pub fn max_new_tokens_for(&self, asked: Option<usize>) -> usize {
+        asked
+            .or(self.max_new_tokens)
+            .unwrap_or(DEFAULT_MAX_NEW_TOKENS)
     }
 
     /// The reasoning marker, when the prompt asks for reasoning before the answer.
@@ -799,10 +811,9 @@ impl Prompting {
         })
     }
 
-    /// The most tokens to generate: `asked` when the caller set it, else the prompt's own,
-    /// else `fallback`.
-    pub fn max_new_tokens(&self, asked: Option<usize>, fallback: usize) -> usize {
-        asked.or(self.prompt.max_new_tokens()).unwrap_or(fallback)
+    /// The most tokens to generate ([`Prompt::max_new_tokens_for`]).
+    pub fn max_new_tokens(&self, asked: Option<usize>) -> usize {
+        self.prompt.max_new_tokens_for(asked)
     }
 }
 

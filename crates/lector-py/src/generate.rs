@@ -10,9 +10,6 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Tokens generated when neither `max_new_tokens` nor the prompt says (as the CLI).
-const DEFAULT_MAX_NEW_TOKENS: usize = 64;
-
 /// Generated answers scored as `lector eval generative --json --no-reader` scores them: `data` a
 /// SQuAD file (open book: each answerable question with its gold paragraph, unless
 /// `closed_book`) or, with `squad=False`, NQ-open JSON lines (closed book); greedy decoding
@@ -60,7 +57,7 @@ pub fn generative(
         let prompting = prompting::load(&spec, &|_| {}, &mut |_, _| {}).or_raise()?;
         let options = GenerateOptions {
             decoding: Decoding::Greedy,
-            max_new_tokens: prompting.max_new_tokens(max_new_tokens, DEFAULT_MAX_NEW_TOKENS),
+            max_new_tokens: prompting.max_new_tokens(max_new_tokens),
             ..GenerateOptions::default()
         };
         options.validate().map_err(crate::bad_argument)?;

@@ -302,10 +302,7 @@ fn generative_ask(
         request.prompt_toml.as_deref(),
     )?;
     let options = generative::options(
-        request
-            .max_tokens
-            .or(prompt.max_new_tokens())
-            .unwrap_or(generative::DEFAULT_MAX_TOKENS),
+        prompt.max_new_tokens_for(request.max_tokens),
         request.temperature,
         request.top_p,
         request.seed,

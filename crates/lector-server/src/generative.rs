@@ -28,7 +28,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Tokens a generative answer may take unless the request says (`max_tokens`): a short answer
 /// with its citations fits.
-pub const DEFAULT_MAX_TOKENS: usize = 64;
+pub const DEFAULT_MAX_TOKENS: usize = lector_generate::prompt::DEFAULT_MAX_NEW_TOKENS;
 
 /// A generative ask, checked.
 #[derive(Debug, Clone)]

@@ -166,7 +166,7 @@ pub(super) fn judge_equivalence(
     dataset: &Dataset,
     shorts: &[&str],
 ) -> Result<(String, Vec<Option<JudgeVerdict>>)> {
-    let judge = Judge::new(generator, rag::judge_options())?;
+    let judge = Judge::new(generator, crate::generate::judge_options())?;
     let bar = super::odqa::progress_bar(dataset.questions.len() as u64);
     bar.set_message("answers judged for equivalence");
     let verdicts = evaluate::judge_equivalence(&judge, dataset, shorts, &mut || bar.inc(1))?;

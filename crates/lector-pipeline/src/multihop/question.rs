@@ -6,6 +6,7 @@
 //!   between them ("first", "older", "more", ...);
 //! - **bridge**: anything else (an entity found on the way leads to the answer).
 
+use lector_eval::equivalence::number_word;
 use serde::Serialize;
 
 /// The three multi-hop question types of the QA literature (HotpotQA's, with yes/no apart).
@@ -321,29 +322,6 @@ fn words_besides_placeholder(rest: &str) -> usize {
 /// from 1000 to 2099; other numbers may carry thousands separators and decimals, or be a
 /// number word up to twenty.
 pub fn numbers(text: &str) -> Vec<(f64, std::ops::Range<usize>)> {
-    const WORDS: &[&str] = &[
-        "zero",
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "eleven",
-        "twelve",
-        "thirteen",
-        "fourteen",
-        "fifteen",
-        "sixteen",
-        "seventeen",
-        "eighteen",
-        "nineteen",
-        "twenty",
-    ];
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices().chain([(text.len(), ' ')]) {
@@ -358,8 +336,8 @@ pub fn numbers(text: &str) -> Vec<(f64, std::ops::Range<usize>)> {
                 let digits = token.replace(',', "");
                 if let Ok(value) = digits.parse::<f64>() {
                     out.push((value, s..i));
-                } else if let Some(n) = WORDS.iter().position(|w| token.eq_ignore_ascii_case(w)) {
-                    out.push((n as f64, s..i));
+                } else if let Some(n) = number_word(&token.to_lowercase()).filter(|n| *n <= 20.0) {
+                    out.push((n, s..i));
                 }
                 start = None;
             }

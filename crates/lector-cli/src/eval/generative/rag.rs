@@ -23,7 +23,7 @@ use lector_eval::stats::Bootstrap;
 use lector_generate::evaluate::{self, ExtraScore, Figure, RagQuestion};
 use lector_generate::grounded::{Answered, Passage, PassageOrder};
 use lector_generate::judge::{Judge, Verdict};
-use lector_generate::{Decoding, GenerateOptions, Generator};
+use lector_generate::Generator;
 use lector_index::Index;
 use lector_models::bertscore::{BertScorer, ScoreOptions};
 use lector_models::TokenEncoder;
@@ -158,10 +158,7 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         (true, None) => bail!("--judge-claims needs --judge-model or --judge-endpoint"),
     };
     let generated: Vec<Answered> = answered.iter().map(|(_, a)| a.clone()).collect();
-    let shorts: Vec<&str> = generated
-        .iter()
-        .map(|a| a.answer.short_answer.as_str())
-        .collect();
+    let shorts = evaluate::short_answers(&generated);
     let (scores, rouge_l) = evaluate::score_answers(&dataset, &shorts)?;
     let verdicts = evaluate::equivalence(&dataset, &shorts);
     let equivalent: Vec<f64> = verdicts
@@ -411,7 +408,7 @@ fn judge_correctness(
     dataset: &Dataset,
     shorts: &[&str],
 ) -> Result<Judged> {
-    let judge = Judge::new(generator, judge_options())?;
+    let judge = Judge::new(generator, crate::generate::judge_options())?;
     let mut values = unanswerable_values(dataset, shorts);
     let mut verdicts = vec![None; shorts.len()];
     let bar = super::super::odqa::progress_bar(dataset.questions.len() as u64);
@@ -440,22 +437,13 @@ fn judge_correctness(
     })
 }
 
-/// The judge's decoding: greedy (the same prompt, the same verdict), room for a short reason.
-pub(super) fn judge_options() -> GenerateOptions {
-    GenerateOptions {
-        decoding: Decoding::Greedy,
-        max_new_tokens: 128,
-        ..GenerateOptions::default()
-    }
-}
-
 /// Checks every answer's claims again with the judge deciding each; the judge's model.
 fn judge_claims(
     generator: &dyn Generator,
     dataset: &Dataset,
     answered: &mut [(Vec<Passage>, Answered)],
 ) -> Result<String> {
-    let judge = Judge::new(generator, judge_options())?;
+    let judge = Judge::new(generator, crate::generate::judge_options())?;
     let bar = super::super::odqa::progress_bar(answered.len() as u64);
     bar.set_message("answers' claims judged");
     for (q, (passages, a)) in dataset.questions.iter().zip(answered.iter_mut()) {

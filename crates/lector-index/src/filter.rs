@@ -11,7 +11,7 @@
 //! unary      := "not" unary | "(" filter ")" | condition
 //! condition  := FIELD ("==" | "=" | "!=" | "<" | "<=" | ">" | ">=") VALUE
 //!             | FIELD ["not"] "in" "[" VALUE ("," VALUE)* "]"
-//! VALUE      := "double-quoted string" | number | true | false
+//! VALUE      := "double-quoted string" | number | true | false | null
 //! FIELD      := letters, digits, "_", "-" and "." (a path into nested metadata)
 //! ```
 //!
@@ -24,10 +24,20 @@
 //! Fields: `id`, `title` and `date` are the document's own; any other name (or `meta.NAME`, which
 //! also reaches a metadata key called `id`, `title` or `date`) looks the key up in the document's
 //! metadata object, following dots into nested objects. Comparison is by type: numbers
-//! numerically, strings by bytes (so ISO 8601 dates of one format order by time), booleans by
-//! equality only. A condition on a missing field, or one whose value has another type, is false,
-//! and `!=` / `not in` are exactly its negation (as Elasticsearch's `must_not`). A metadata value
-//! that is a list matches when any element does (`tags == "x"`: x is one of the tags).
+//! numerically, two ISO 8601 dates (`2024-03-01`, `1969-07-21T20:17:40`, with or without a UTC
+//! offset) by time, other strings by bytes, booleans by equality only. A missing field is `null`:
+//! `== null` (the JSON value, or the word `null`) finds documents without the field, an ordering
+//! condition with `null` holds for none. A condition whose value has another type than the
+//! field's is false, and `!=` / `not in` are exactly its negation (as Elasticsearch's `must_not`).
+//! A metadata value that is a list matches when any element does (`tags == "x"`: x is one of the
+//! tags).
+//!
+//! JSON filters follow Haystack's semantics: a date with a UTC offset and one without are compared
+//! as if both had the offset, and an ordering condition (`<`, `<=`, `>`, `>=`) with a string
+//! value needs an ISO 8601 date (other strings are refused: Haystack orders only dates). Where
+//! the two differ: Haystack raises when a document's value cannot be read as a date, lector
+//! counts that document as not matching; Haystack compares a list-valued field as a whole, lector
+//! element by element; Haystack also reads dates that `dateutil` guesses, lector only ISO 8601.
 
 use serde_json::Value;
 use std::fmt;
@@ -188,7 +198,7 @@ fn any_value(field: &Field, doc: &FilterInput<'_>, test: impl Fn(&Value) -> bool
     match found {
         Some(Value::Array(items)) => items.iter().any(test),
         Some(value) => test(&value),
-        None => false,
+        None => test(&Value::Null),
     }
 }
 
@@ -196,14 +206,18 @@ fn same(a: &Value, b: &Value) -> bool {
     compare(a, CompareOp::Eq, b)
 }
 
-/// `a op b` when both have one type; false otherwise.
+/// `a op b` when both have one type; false otherwise. `null` (a missing field) equals only
+/// `null` and has no order.
 fn compare(a: &Value, op: CompareOp, b: &Value) -> bool {
+    let equality = matches!(op, CompareOp::Eq | CompareOp::Ne);
     let ordering = match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64().partial_cmp(&y.as_f64()),
-        (Value::String(x), Value::String(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
-        (Value::Bool(x), Value::Bool(y)) if matches!(op, CompareOp::Eq | CompareOp::Ne) => {
-            Some(x.cmp(y))
-        }
+        (Value::String(x), Value::String(y)) => match (Instant::parse(x), Instant::parse(y)) {
+            (Some(x), Some(y)) => Some(x.cmp_with(&y)),
+            _ => Some(x.as_bytes().cmp(y.as_bytes())),
+        },
+        (Value::Bool(x), Value::Bool(y)) if equality => Some(x.cmp(y)),
+        (Value::Null, Value::Null) if equality => Some(std::cmp::Ordering::Equal),
         _ => None,
     };
     let Some(ordering) = ordering else {
@@ -219,8 +233,121 @@ fn compare(a: &Value, op: CompareOp, b: &Value) -> bool {
     }
 }
 
+/// A value a condition may compare with: `null` stands for a missing field.
 fn scalar(value: &Value) -> bool {
-    matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_))
+    matches!(
+        value,
+        Value::String(_) | Value::Number(_) | Value::Bool(_) | Value::Null
+    )
+}
+
+/// A point in time read from an ISO 8601 date (`2024-03-01`) or date and time
+/// (`1969-07-21T20:17:40.5+01:00`; `T`, `t` or a space between them, `Z` or an offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Instant {
+    /// Seconds since 1970-01-01T00:00 of the written (local) time, and nanoseconds.
+    local: (i64, u32),
+    /// The UTC offset in seconds, when one is written.
+    offset: Option<i64>,
+}
+
+impl Instant {
+    fn parse(text: &str) -> Option<Instant> {
+        let b = text.as_bytes();
+        let digits = |range: std::ops::Range<usize>| -> Option<i64> {
+            let part = b.get(range)?;
+            part.iter()
+                .all(u8::is_ascii_digit)
+                .then(|| part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+        };
+        if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+            return None;
+        }
+        let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+        if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+            return None;
+        }
+        let mut seconds = days_from_civil(year, month, day) * 86_400;
+        let (mut nanos, mut offset, mut at) = (0u32, None, 10);
+        if at < b.len() {
+            if !matches!(b[at], b'T' | b't' | b' ') {
+                return None;
+            }
+            let (hour, minute) = (digits(at + 1..at + 3)?, digits(at + 4..at + 6)?);
+            if b[at + 3] != b':' || hour > 23 || minute > 59 {
+                return None;
+            }
+            seconds += hour * 3600 + minute * 60;
+            at += 6;
+            if b.get(at) == Some(&b':') {
+                let second = digits(at + 1..at + 3)?;
+                if second > 59 {
+                    return None;
+                }
+                seconds += second;
+                at += 3;
+                if matches!(b.get(at), Some(b'.' | b',')) {
+                    let end = (at + 1..=b.len())
+                        .find(|&i| i == b.len() || !b[i].is_ascii_digit())
+                        .filter(|&end| end > at + 1)?;
+                    let fraction = &text[at + 1..end.min(at + 10)];
+                    nanos = format!("{fraction:0<9}").parse().ok()?;
+                    at = end;
+                }
+            }
+            match b.get(at) {
+                None => {}
+                Some(b'Z' | b'z') if at + 1 == b.len() => offset = Some(0),
+                Some(sign @ (b'+' | b'-')) => {
+                    let hours = digits(at + 1..at + 3)?;
+                    let rest = &b[at + 3..];
+                    let minutes = match rest {
+                        [] => 0,
+                        [b':', ..] if rest.len() == 3 => digits(at + 4..at + 6)?,
+                        _ if rest.len() == 2 => digits(at + 3..at + 5)?,
+                        _ => return None,
+                    };
+                    let sign = if *sign == b'-' { -1 } else { 1 };
+                    offset = Some(sign * (hours * 3600 + minutes * 60));
+                }
+                _ => return None,
+            }
+        }
+        Some(Instant {
+            local: (seconds, nanos),
+            offset,
+        })
+    }
+
+    /// Their order in time; a date without an offset is taken to have the other's, as Haystack
+    /// does.
+    fn cmp_with(&self, other: &Instant) -> std::cmp::Ordering {
+        let utc = |i: &Instant, offset: i64| (i.local.0 - offset, i.local.1);
+        match (self.offset, other.offset) {
+            (Some(a), Some(b)) => utc(self, a).cmp(&utc(other, b)),
+            _ => self.local.cmp(&other.local),
+        }
+    }
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
 }
 
 fn from_json_at(value: &Value, at: &str) -> Result<Filter, FilterError> {
@@ -261,7 +388,7 @@ fn from_json_at(value: &Value, at: &str) -> Result<Filter, FilterError> {
         match value.as_array() {
             Some(list) if list.iter().all(scalar) => Ok(list.clone()),
             _ => Err(FilterError(format!(
-                "{at}.value: `{what}` needs a list of strings, numbers or booleans"
+                "{at}.value: `{what}` needs a list of strings, numbers, booleans or nulls"
             ))),
         }
     };
@@ -285,8 +412,17 @@ fn from_json_at(value: &Value, at: &str) -> Result<Filter, FilterError> {
     };
     if !scalar(value) {
         return Err(FilterError(format!(
-            "{at}.value: `{op}` needs a string, number or boolean"
+            "{at}.value: `{op}` needs a string, number, boolean or null"
         )));
+    }
+    let ordering = !matches!(op, CompareOp::Eq | CompareOp::Ne);
+    if let Value::String(text) = value {
+        if ordering && Instant::parse(text).is_none() {
+            return Err(FilterError(format!(
+                "{at}.value: `{op}` orders numbers and ISO 8601 dates (such as 2024-03-01 or \
+                 2024-03-01T12:00:00), not the string {value}"
+            )));
+        }
     }
     Ok(Filter::Compare {
         field,
@@ -375,6 +511,7 @@ fn bare(word: String) -> Token {
     match word.as_str() {
         "true" => Token::Value(Value::Bool(true)),
         "false" => Token::Value(Value::Bool(false)),
+        "null" => Token::Value(Value::Null),
         _ => match serde_json::from_str::<serde_json::Number>(&word) {
             Ok(n) if word.starts_with(|c: char| c.is_ascii_digit() || c == '-') => {
                 Token::Value(Value::Number(n))
@@ -505,7 +642,7 @@ impl Parser {
         match self.next("a value")? {
             (_, Token::Value(v)) => Ok(v),
             (column, token) => Err(FilterError(format!(
-                "expected a value (\"text\", a number, true or false) at column {column}, found {token}"
+                "expected a value (\"text\", a number, true, false or null) at column {column}, found {token}"
             ))),
         }
     }
@@ -577,6 +714,85 @@ mod tests {
         assert!(holds("product not in [\"b\", \"c\"]"));
         assert!(holds("not (year < 2000 or product == \"b\")"));
         assert!(holds("meta.title == \"x\" or title == \"Manual\""));
+    }
+
+    #[test]
+    fn missing_fields_are_null_and_dates_order_by_time() {
+        let meta = json!({"number": 2, "when": "1969-07-21T20:17:40", "empty": null});
+        let d = doc("a", &meta);
+        let json = |value: Value| Filter::from_json(&value).unwrap().matches(&d);
+        let cond = |field: &str, op: &str, value: Value| {
+            json(json!({"field": field, "operator": op, "value": value}))
+        };
+        assert!(cond("meta.missing", "==", Value::Null));
+        assert!(
+            cond("meta.empty", "==", Value::Null),
+            "an explicit null is missing too"
+        );
+        assert!(!cond("meta.number", "==", Value::Null));
+        assert!(cond("meta.number", "!=", Value::Null));
+        assert!(cond("meta.missing", "in", json!([1, null])));
+        for op in [">", ">=", "<", "<="] {
+            assert!(
+                !cond("meta.missing", op, Value::Null),
+                "{op} null holds for none"
+            );
+            assert!(
+                !cond("meta.number", op, Value::Null),
+                "{op} null holds for none"
+            );
+        }
+        assert!(cond("meta.when", ">", json!("1969-07-21T20:17:39.999")));
+        assert!(cond("meta.when", "<", json!("1969-07-22")));
+        assert!(
+            cond("meta.when", "==", json!("1969-07-21 20:17:40.000")),
+            "one instant, two forms"
+        );
+        assert!(
+            cond("meta.when", "==", json!("1969-07-21T20:17:40-05:00")),
+            "naive takes the offset"
+        );
+        assert!(cond("meta.when", "==", json!("1969-07-21T20:17:40Z")));
+        let utc = json!({"at": "2024-03-01T00:30:00+01:00"});
+        let d = doc("b", &utc);
+        assert!(Filter::parse(r#"at < "2024-03-01T00:00:00Z""#)
+            .unwrap()
+            .matches(&d));
+        assert!(Filter::parse(r#"at == "2024-02-29T23:30:00+00:00""#)
+            .unwrap()
+            .matches(&d));
+        assert!(Filter::parse("missing == null and not at == null")
+            .unwrap()
+            .matches(&d));
+        for bad in [
+            "2024-02-30",
+            "2023-13-01",
+            "2024-03-01T24:00",
+            "2024-03-01x",
+            "20240301",
+        ] {
+            assert_eq!(Instant::parse(bad), None, "{bad}");
+        }
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+    }
+
+    #[test]
+    fn json_orders_only_numbers_and_dates() {
+        let err =
+            Filter::from_json(&json!({"field": "meta.number", "operator": ">", "value": "1"}))
+                .unwrap_err();
+        assert!(
+            err.0.contains("filter.value") && err.0.contains("ISO 8601"),
+            "{err}"
+        );
+        assert!(Filter::from_json(&json!({"field": "n", "operator": "==", "value": "1"})).is_ok());
+        assert!(Filter::from_json(&json!({"field": "n", "operator": ">", "value": [1]})).is_err());
+        // The text syntax keeps byte order for other strings.
+        let meta = json!({"name": "beta"});
+        assert!(Filter::parse(r#"name > "alpha""#)
+            .unwrap()
+            .matches(&doc("c", &meta)));
     }
 
     #[test]

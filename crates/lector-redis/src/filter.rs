@@ -10,7 +10,9 @@
 //! not tagged, since a long PDF's page list alone would make thousands of tags per passage;
 //! filters on them are refused. `==` and `in` become tag
 //! matches, `!=`, `not` and `not in` their negation, `and` and `or` RediSearch's intersection and
-//! union. Range conditions (`<`, `<=`, `>`, `>=`) have no tag form and are refused.
+//! union. Range conditions (`<`, `<=`, `>`, `>=`) and `null` (a missing field) have no tag form
+//! and are refused; a date equals only the same string (the embedded index also equates one
+//! instant written in two ISO 8601 forms).
 
 use lector_index::filter::{CompareOp, Field};
 use lector_index::{Document, Filter};
@@ -71,6 +73,14 @@ pub(crate) fn selection(filter: &Filter) -> Result<Selection, String> {
                 STRUCTURAL_FIELDS.join(", ")
             ))
         }
+        Filter::Compare {
+            field,
+            value: Value::Null,
+            ..
+        } => return Err(null_refused(field)),
+        Filter::In { field, values } if values.contains(&Value::Null) => {
+            return Err(null_refused(field))
+        }
         Filter::Compare { field, op, value } => match op {
             CompareOp::Eq => any_tag(field, std::slice::from_ref(value)),
             CompareOp::Ne => negated(any_tag(field, std::slice::from_ref(value))),
@@ -84,6 +94,14 @@ pub(crate) fn selection(filter: &Filter) -> Result<Selection, String> {
         },
         Filter::In { field, values } => any_tag(field, values),
     })
+}
+
+fn null_refused(field: &Field) -> String {
+    format!(
+        "`null` (a missing field, here `{}`) is not supported on a Redis store: its tags record \
+         the values documents have, not the fields they lack",
+        field_name(field)
+    )
 }
 
 fn is_structural(field: &Field) -> bool {
@@ -239,6 +257,21 @@ mod tests {
             assert!(err.contains("lector's own structure"), "{refused}: {err}");
         }
         assert!(selection(&Filter::parse("nested.pages == 3").unwrap()).is_ok());
+    }
+
+    #[test]
+    fn null_is_refused_by_name() {
+        for refused in [
+            "author == null",
+            "author != null",
+            "author in [\"Ada\", null]",
+        ] {
+            let err = selection(&Filter::parse(refused).unwrap()).unwrap_err();
+            assert!(
+                err.contains("`null`") && err.contains("meta.author"),
+                "{refused}: {err}"
+            );
+        }
     }
 
     #[test]

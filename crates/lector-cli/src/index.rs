@@ -272,7 +272,7 @@ fn add(args: AddArgs) -> Result<()> {
     let dir = args.dir.path();
     let mut writer = IndexWriter::open_or_create(&dir, requested_settings(&args)?)?;
     check_existing(&args, writer.settings())?;
-    if args.dense || writer.is_dense() {
+    if args.dense || writer.embeds_itself() {
         let embedder = lector_pipeline::config::load_embedder(
             args.embedder.as_deref(),
             &crate::search::notify,
@@ -304,7 +304,10 @@ fn add_to_store(args: &AddArgs, url: &StoreUrl, connect: &ConnectOptions) -> Res
     }
     // An existing dense store needs its embedder even without --dense.
     let existing = RedisStore::open(url, connect).ok();
-    let dense = args.dense || existing.as_ref().is_some_and(|s| s.dense_meta().is_some());
+    let dense = args.dense
+        || existing
+            .as_ref()
+            .is_some_and(|s| s.dense_meta().is_some_and(|m| !m.external));
     let embedder: Option<Arc<dyn lector_index::Embedder>> = match dense {
         true => Some(Arc::new(lector_pipeline::config::load_embedder(
             args.embedder.as_deref(),

@@ -26,13 +26,34 @@ const EMBED_CHUNK: usize = 256;
 pub(crate) struct SegmentVectors {
     pub vectors: Vectors,
     pub hnsw: Option<Hnsw>,
+    /// Rows of zeros, when there are any: passages of documents that came without a vector
+    /// into an index whose vectors come with the documents. Searches never return them.
+    missing: Option<Vec<bool>>,
 }
 
 impl SegmentVectors {
     /// Wraps `vectors`, building the graph when there are at least `min` of them.
     pub fn new(vectors: Vectors, params: &HnswParams, min: usize) -> Self {
         let hnsw = (vectors.len() >= min).then(|| Hnsw::build(&vectors, *params));
-        SegmentVectors { vectors, hnsw }
+        Self::with_graph(vectors, hnsw)
+    }
+
+    /// Wraps `vectors` and their graph, if any.
+    pub fn with_graph(vectors: Vectors, hnsw: Option<Hnsw>) -> Self {
+        let zero = |i: usize| vectors.row(i).iter().all(|&x| x == 0.0);
+        let missing = (0..vectors.len())
+            .any(zero)
+            .then(|| (0..vectors.len()).map(zero).collect());
+        SegmentVectors {
+            vectors,
+            hnsw,
+            missing,
+        }
+    }
+
+    /// Whether row `p` holds a vector (not zeros).
+    pub fn has(&self, p: u32) -> bool {
+        self.missing.as_ref().is_none_or(|m| !m[p as usize])
     }
 
     /// The best `k` rows for `query` among those `keep` accepts; exact unless `ef` is given and
@@ -44,6 +65,7 @@ impl SegmentVectors {
         ef: Option<usize>,
         keep: impl Fn(u32) -> bool + Sync,
     ) -> Vec<(f32, u32)> {
+        let keep = |p: u32| self.has(p) && keep(p);
         match (&self.hnsw, ef) {
             (Some(hnsw), Some(ef)) => hnsw.search(&self.vectors, query, k, ef.max(k), keep),
             _ => exact_top_k(&self.vectors, query, k, keep),
@@ -82,7 +104,7 @@ impl SegmentVectors {
         if !d.is_done() {
             return Err("trailing bytes".into());
         }
-        Ok((model, SegmentVectors { vectors, hnsw }))
+        Ok((model, SegmentVectors::with_graph(vectors, hnsw)))
     }
 }
 

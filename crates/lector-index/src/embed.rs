@@ -24,6 +24,38 @@ pub trait Embedder: Send + Sync {
     }
 }
 
+/// A query's own vector, made by the model whose vectors an index holds
+/// ([`crate::DenseMeta::external`]): dense and hybrid search take it as their embedder, and the
+/// index refuses it when the model's name or the dimension differ from its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryVector {
+    /// The model's name, as the documents' vectors give it.
+    pub model: String,
+    /// The query's vector.
+    pub vector: Vec<f32>,
+}
+
+impl Embedder for QueryVector {
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn dim(&self) -> usize {
+        self.vector.len()
+    }
+
+    fn embed(&self, _texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+        Err(format!(
+            "`{}` vectors come with the documents; lector cannot embed passages with it",
+            self.model
+        ))
+    }
+
+    fn embed_queries(&self, queries: &[&str]) -> std::result::Result<Vec<Vec<f32>>, String> {
+        Ok(vec![self.vector.clone(); queries.len()])
+    }
+}
+
 /// `query`'s vector, by `embedder`.
 pub fn embed_query(embedder: &dyn Embedder, query: &str) -> crate::Result<Vec<f32>> {
     let mut embedded = embedder

@@ -155,6 +155,9 @@ pub struct DocumentRef<'a> {
     pub metadata: Option<&'a str>,
     /// Its passages, in order.
     pub passages: Vec<Span>,
+    /// The vector it came with, in an index whose vectors come with the documents
+    /// ([`crate::DenseMeta::external`]).
+    pub embedding: Option<&'a [f32]>,
 }
 
 impl DocumentRef<'_> {
@@ -524,7 +527,14 @@ impl Index {
     fn document_at(&self, s: usize, d: u32) -> DocumentRef<'_> {
         let segment = &self.segments[s].segment;
         let doc = &segment.docs[d as usize];
+        let external = self.manifest.dense.as_ref().is_some_and(|m| m.external);
+        let vectors = self.segments[s].vectors.as_deref().filter(|_| external);
+        // Every passage holds the document's vector: the first one's is it.
+        let embedding = vectors
+            .filter(|v| doc.passages > 0 && v.has(doc.first_passage))
+            .map(|v| v.vectors.row(doc.first_passage as usize));
         DocumentRef {
+            embedding,
             id: &doc.id,
             title: doc.title.as_deref(),
             text: &doc.text,
@@ -969,6 +979,7 @@ mod tests {
             text: text.to_string(),
             date: None,
             metadata: None,
+            embedding: None,
         }
     }
 

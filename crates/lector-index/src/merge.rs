@@ -228,20 +228,14 @@ impl MergeJob {
     /// [`Self::run`] put a reusable one first (`extend_first`), else a new one.
     fn merged_vectors(&self, vectors: Vectors, extend_first: bool) -> SegmentVectors {
         if vectors.len() < self.hnsw_min {
-            return SegmentVectors {
-                vectors,
-                hnsw: None,
-            };
+            return SegmentVectors::with_graph(vectors, None);
         }
         let first = self.inputs.first().and_then(|(_, l)| l.vectors.as_deref());
         let hnsw = match first.and_then(|v| v.hnsw.as_ref()) {
             Some(graph) if extend_first => graph.extend(&vectors),
             _ => Hnsw::build(&vectors, self.hnsw),
         };
-        SegmentVectors {
-            vectors,
-            hnsw: Some(hnsw),
-        }
+        SegmentVectors::with_graph(vectors, Some(hnsw))
     }
 
     /// Per input, in merge order: its file and where each live document went.

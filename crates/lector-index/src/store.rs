@@ -74,6 +74,11 @@ pub struct DenseMeta {
     /// written before lector recorded it, and for embedders that have none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// The vectors came with the documents ([`crate::Document::embedding`]), made by `model`
+    /// outside lector: the index embeds nothing itself, queries bring their own vector
+    /// ([`crate::QueryVector`]), and scores are inner products of the vectors as given.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub external: bool,
 }
 
 impl DenseMeta {
@@ -83,6 +88,7 @@ impl DenseMeta {
             model: embedder.model().to_string(),
             dim: embedder.dim(),
             digest: embedder.digest().map(str::to_string),
+            external: false,
         }
     }
 
@@ -94,6 +100,17 @@ impl DenseMeta {
         embedder: &dyn crate::Embedder,
         location: &dyn std::fmt::Display,
     ) -> crate::Result<()> {
+        if self.external && (self.model != embedder.model() || self.dim != embedder.dim()) {
+            return Err(crate::Error::Config(format!(
+                "index {} holds vectors made by `{}` ({} dimensions) outside lector: dense search \
+                 needs the query's vector from that model, not `{}` ({})",
+                location,
+                self.model,
+                self.dim,
+                embedder.model(),
+                embedder.dim()
+            )));
+        }
         if self.model != embedder.model() || self.dim != embedder.dim() {
             return Err(crate::Error::Config(format!(
                 "index {} was embedded with `{}` ({} dimensions), not `{}` ({}); build a new index to change models",

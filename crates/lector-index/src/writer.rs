@@ -10,7 +10,7 @@ use crate::index::{load_segments, Index, LiveSegment};
 use crate::merge::{MergeJob, MergePolicy, MergedSegment};
 use crate::segment::Segment;
 use crate::store::{self, DenseMeta, IndexSettings, Manifest, SegmentMeta};
-use crate::vector::HnswParams;
+use crate::vector::{HnswParams, Vectors};
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::Path;
@@ -147,9 +147,19 @@ impl IndexWriter {
         self.defer_merges = defer;
     }
 
-    /// Whether the index keeps passage vectors (its commits need an embedder for new passages).
+    /// Whether the index keeps passage vectors.
     pub fn is_dense(&self) -> bool {
         self.index.manifest.dense.is_some()
+    }
+
+    /// Whether the index embeds its passages itself: its commits then need the embedder for new
+    /// passages (not so when the vectors come with the documents).
+    pub fn embeds_itself(&self) -> bool {
+        self.index
+            .manifest
+            .dense
+            .as_ref()
+            .is_some_and(|m| !m.external)
     }
 
     /// The index's settings.
@@ -348,8 +358,13 @@ impl IndexWriter {
                 },
             ));
         }
-        if let Some(meta) = &dense {
-            self.embed_missing(&dir, &mut parts, &meta.model, progress)?;
+        match &dense {
+            Some(meta) if meta.external => {
+                let staged: Vec<&Document> = self.pending.iter().flatten().collect();
+                self.attach_given(&dir, &mut parts, meta, &staged)?;
+            }
+            Some(meta) => self.embed_missing(&dir, &mut parts, &meta.model, progress)?,
+            None => {}
         }
         let manifest = Manifest {
             generation,
@@ -399,9 +414,32 @@ impl IndexWriter {
     }
 
     /// The dense metadata after this commit: the index's, or the embedder's when it becomes
-    /// dense now. A dense index with new passages and no embedder cannot commit.
+    /// dense now, or the model of the staged documents' own vectors. A dense index with new
+    /// passages and no embedder cannot commit, unless its vectors come with the documents.
     fn dense_meta(&self) -> Result<Option<DenseMeta>> {
+        let mut given = self
+            .pending
+            .iter()
+            .flatten()
+            .filter(|d| d.embedding.is_some());
+        if let Some(first) = given.next() {
+            let embedding = first.embedding.as_ref().expect("filtered on embeddings");
+            let meta = match &self.index.manifest.dense {
+                Some(meta) => meta.clone(),
+                None => DenseMeta {
+                    model: embedding.model.clone(),
+                    dim: embedding.vector.len(),
+                    digest: None,
+                    external: true,
+                },
+            };
+            for doc in std::iter::once(first).chain(given) {
+                self.check_given(doc, &meta)?;
+            }
+            return Ok(Some(meta));
+        }
         match (&self.index.manifest.dense, &self.embedder) {
+            (Some(meta), _) if meta.external => Ok(Some(meta.clone())),
             (Some(meta), Some(_)) => Ok(Some(meta.clone())),
             (Some(meta), None) if self.pending_ids.is_empty() => Ok(Some(meta.clone())),
             (Some(meta), None) => Err(Error::Config(format!(
@@ -412,6 +450,72 @@ impl IndexWriter {
             (None, Some(embedder)) => Ok(Some(DenseMeta::of(embedder.as_ref()))),
             (None, None) => Ok(None),
         }
+    }
+
+    /// Refuses a document's own vector that the index cannot keep, naming the document.
+    fn check_given(&self, doc: &Document, meta: &DenseMeta) -> Result<()> {
+        let embedding = doc.embedding.as_ref().expect("a document with a vector");
+        let refuse = |why: String| {
+            Err(Error::Config(format!(
+                "document `{}`: {why} (index {})",
+                doc.id,
+                self.index.dir().display()
+            )))
+        };
+        if let Err(why) = embedding.check() {
+            return refuse(why);
+        }
+        if !meta.external || self.embedder.is_some() {
+            return refuse(format!(
+                "the index embeds its passages itself with `{}`; vectors made outside lector \
+                 need an index of their own",
+                meta.model
+            ));
+        }
+        if embedding.model != meta.model || embedding.vector.len() != meta.dim {
+            return refuse(format!(
+                "its vector is from `{}` ({} dimensions), the index's from `{}` ({}); vectors \
+                 of two models are not comparable",
+                embedding.model,
+                embedding.vector.len(),
+                meta.model,
+                meta.dim
+            ));
+        }
+        Ok(())
+    }
+
+    /// Gives every segment of `parts` without vectors its vector file in an index whose vectors
+    /// come with the documents: each passage gets its document's vector from `staged`, a
+    /// document without one zeros (which dense search never returns).
+    fn attach_given(
+        &self,
+        dir: &Path,
+        parts: &mut [(SegmentMeta, LiveSegment)],
+        meta: &DenseMeta,
+        staged: &[&Document],
+    ) -> Result<()> {
+        let given: HashMap<&str, &[f32]> = staged
+            .iter()
+            .filter_map(|d| Some((d.id.as_str(), d.embedding.as_ref()?.vector.as_slice())))
+            .collect();
+        let zeros = vec![0.0; meta.dim];
+        for (segment_meta, live) in parts.iter_mut() {
+            if live.vectors.is_some() {
+                continue;
+            }
+            let mut vectors = Vectors::new(meta.dim);
+            for passage in &live.segment.passages {
+                let doc = &live.segment.docs[passage.doc as usize];
+                vectors.push(given.get(doc.id.as_str()).copied().unwrap_or(&zeros));
+            }
+            let vectors = SegmentVectors::new(vectors, &self.hnsw, self.hnsw_min);
+            let name = store::vector_name(&segment_meta.file);
+            let written = store::write_vectors(&*self.files, dir, &name, &meta.model, &vectors)?;
+            segment_meta.vectors = Some(written);
+            live.vectors = Some(Arc::new(vectors));
+        }
+        Ok(())
     }
 
     /// Embeds every segment of `parts` that has no vectors yet and writes its vector file.
@@ -568,6 +672,7 @@ mod tests {
             text: format!("The {id} document."),
             date: None,
             metadata: None,
+            embedding: None,
         }
     }
 

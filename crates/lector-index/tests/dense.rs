@@ -529,3 +529,171 @@ fn filters_apply_before_ranking_in_every_mode_and_leave_scores_alone() {
     };
     assert!(ranked(&index, &embedder, &none, q, 10).is_empty());
 }
+
+/// `doc` with its own vector from the real model, under the name a user of
+/// sentence-transformers would give it.
+fn with_own_vector(doc: &Document, embedder: &Counting) -> Document {
+    let text = format!("{} {}", doc.title.as_deref().unwrap_or(""), doc.text);
+    let vector = embedder.embed(&[&text]).unwrap().remove(0);
+    Document {
+        embedding: Some(lector_index::Embedding {
+            model: "sentence-transformers/all-MiniLM-L6-v2".into(),
+            vector,
+        }),
+        ..doc.clone()
+    }
+}
+
+#[test]
+fn documents_bring_their_own_vectors_and_queries_theirs() {
+    let embedder = embedder();
+    let docs = scifact(24);
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    // Merges after every other commit: vectors must survive them.
+    writer.set_merge_policy(MergePolicy {
+        factor: 2,
+        floor_passages: 1,
+    });
+    let own: Vec<Document> = docs[..20]
+        .iter()
+        .map(|d| with_own_vector(d, &embedder))
+        .collect();
+    for chunk in own.chunks(5) {
+        for doc in chunk {
+            writer.add(doc.clone());
+        }
+        writer.commit().unwrap();
+    }
+    // Documents without a vector are searched by BM25 alone.
+    for doc in &docs[20..] {
+        writer.add(doc.clone());
+    }
+    writer.commit().unwrap();
+    drop(writer);
+    assert_eq!(
+        embedder.texts.load(Ordering::SeqCst),
+        20,
+        "lector embedded nothing itself"
+    );
+
+    let index = Index::open(dir.path()).unwrap();
+    let meta = index.dense_meta().unwrap();
+    assert!(meta.external && meta.dim == 384, "{meta:?}");
+    for doc in &own {
+        let stored = index
+            .document(&doc.id)
+            .unwrap()
+            .embedding
+            .map(<[f32]>::to_vec);
+        assert_eq!(
+            stored,
+            Some(doc.embedding.clone().unwrap().vector),
+            "{}",
+            doc.id
+        );
+    }
+    assert_eq!(index.document(&docs[21].id).unwrap().embedding, None);
+
+    // A query's own vector finds the document whose title it is; documents without a vector
+    // never come from dense search.
+    let query = |title: &str| lector_index::QueryVector {
+        model: meta.model.clone(),
+        vector: embedder.embed_queries(&[title]).unwrap().remove(0),
+    };
+    let options = SearchOptions::for_index(&index, Mode::Dense);
+    let mut found = 0;
+    for doc in &own {
+        let q = query(doc.title.as_deref().unwrap());
+        let hits = index
+            .retriever(&options, Some(&q))
+            .unwrap()
+            .retrieve("", 100)
+            .unwrap();
+        assert_eq!(
+            hits.len(),
+            own.iter()
+                .map(|d| index.document(&d.id).unwrap().passages.len())
+                .sum::<usize>()
+        );
+        assert!(hits.iter().all(|h| own.iter().any(|d| d.id == h.doc_id)));
+        found += usize::from(hits[0].doc_id == doc.id);
+    }
+    assert!(
+        found >= 18,
+        "a title finds its abstract first for {found} of 20"
+    );
+    let title = docs[22].title.clone().unwrap();
+    let hybrid = SearchOptions::for_index(&index, Mode::Hybrid);
+    let q = query(&title);
+    let hits = index
+        .retriever(&hybrid, Some(&q))
+        .unwrap()
+        .retrieve(&title, 60)
+        .unwrap();
+    // RRF ranks a passage found by one retriever below those both find, but keeps it.
+    assert!(
+        hits.iter().any(|h| h.doc_id == docs[22].id),
+        "BM25 finds what has no vector"
+    );
+
+    // Refused, by name: another model, another dimension, zeros, a query from another model.
+    let mut writer = IndexWriter::open(dir.path()).unwrap();
+    let mut other = own[0].clone();
+    other.embedding.as_mut().unwrap().model = "text-embedding-3-small".into();
+    writer.add(other);
+    let err = writer.commit().unwrap_err().to_string();
+    assert!(
+        err.contains(&own[0].id) && err.contains("text-embedding-3-small"),
+        "{err}"
+    );
+    writer.remove(&own[0].id);
+    writer.add(Document {
+        embedding: Some(lector_index::Embedding {
+            model: meta.model.clone(),
+            vector: vec![0.0; 384],
+        }),
+        ..docs[23].clone()
+    });
+    let err = writer.commit().unwrap_err().to_string();
+    assert!(
+        err.contains(&docs[23].id) && err.contains("all zeros"),
+        "{err}"
+    );
+    let short = lector_index::QueryVector {
+        model: meta.model.clone(),
+        vector: vec![1.0; 3],
+    };
+    let err = index
+        .retriever(&options, Some(&short))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("outside lector") && err.contains("(3)"),
+        "{err}"
+    );
+    let err = index
+        .retriever(&options, Some(embedder.as_ref()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("outside lector"), "{err}");
+}
+
+#[test]
+fn an_index_that_embeds_itself_refuses_vectors_from_outside() {
+    let embedder = embedder();
+    let docs = scifact(2);
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = IndexWriter::open_or_create(dir.path(), IndexSettings::default()).unwrap();
+    writer.set_embedder(embedder.clone()).unwrap();
+    writer.add(docs[0].clone());
+    writer.commit().unwrap();
+    writer.add(with_own_vector(&docs[1], &embedder));
+    let err = writer.commit().unwrap_err().to_string();
+    assert!(
+        err.contains(&docs[1].id) && err.contains("embeds its passages itself"),
+        "{err}"
+    );
+}

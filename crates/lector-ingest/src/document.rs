@@ -18,6 +18,40 @@ pub struct Document {
     /// Optional metadata: a JSON object whose fields filters can test
     /// (see `lector_index::filter`).
     pub metadata: Option<serde_json::Value>,
+    /// The document's own vector, made by a model outside lector (OpenAI, Cohere, any
+    /// sentence-transformers model): an index keeps it for every passage of the document instead
+    /// of embedding them itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<Embedding>,
+}
+
+/// A vector made by a named model; vectors of two models are never compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Embedding {
+    /// The model's name, as the user calls it (`text-embedding-3-small`).
+    pub model: String,
+    /// The values, scored by inner product (unit vectors give cosine similarity).
+    pub vector: Vec<f32>,
+}
+
+impl Embedding {
+    /// Refuses a vector no search could use: empty, with a value that is not finite, or all
+    /// zeros (no direction); the message names the problem.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if self.model.trim().is_empty() {
+            return Err("the embedding's model name is empty".into());
+        }
+        if self.vector.is_empty() {
+            return Err("the embedding is empty".into());
+        }
+        if let Some(i) = self.vector.iter().position(|x| !x.is_finite()) {
+            return Err(format!("the embedding's value {i} is not a finite number"));
+        }
+        if self.vector.iter().all(|&x| x == 0.0) {
+            return Err("the embedding is all zeros".into());
+        }
+        Ok(())
+    }
 }
 
 /// The metadata field that holds the attributes of the file a document was read from (`path`,
@@ -57,6 +91,7 @@ impl Document {
             text: text.into(),
             date: None,
             metadata: None,
+            embedding: None,
         }
     }
 
@@ -104,6 +139,15 @@ impl Document {
                 None => hasher.update([0u8]),
             }
         }
+        // Only when there is one, so that documents without vectors keep their digests.
+        if let Some(embedding) = &self.embedding {
+            hasher.update([2u8]);
+            hasher.update((embedding.model.len() as u64).to_le_bytes());
+            hasher.update(embedding.model.as_bytes());
+            for x in &embedding.vector {
+                hasher.update(x.to_le_bytes());
+            }
+        }
         let digest = hasher.finalize();
         let mut out = [0u8; 16];
         out.copy_from_slice(&digest[..16]);
@@ -123,5 +167,17 @@ mod tests {
         let mut c = a.clone();
         c.title = Some(String::new());
         assert_ne!(a.content_hash(), c.content_hash());
+        let embedded = |vector: Vec<f32>| Document {
+            embedding: Some(Embedding {
+                model: "m".into(),
+                vector,
+            }),
+            ..a.clone()
+        };
+        assert_ne!(a.content_hash(), embedded(vec![1.0]).content_hash());
+        assert_ne!(
+            embedded(vec![1.0]).content_hash(),
+            embedded(vec![0.5]).content_hash()
+        );
     }
 }

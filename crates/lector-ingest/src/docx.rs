@@ -753,6 +753,7 @@ fn document(file: &SourceFile, docx: Extracted) -> Document {
         text: docx.text,
         date: None,
         metadata: Some(Value::Object(metadata)),
+        embedding: None,
     }
 }
 

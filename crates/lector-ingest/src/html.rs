@@ -110,6 +110,7 @@ pub fn document(file: &crate::walk::SourceFile, html: &str) -> crate::Document {
         text: page.text,
         date: None,
         metadata: None,
+        embedding: None,
     };
     crate::sections::attach(&mut doc, &page.sections);
     doc

@@ -1,7 +1,7 @@
 //! JSON lines, one document per line: `{id, title?, text, date?, metadata?}` or BEIR
 //! `{_id, title, text}`. Lines are read with a bound, so one huge line cannot exhaust memory.
 
-use crate::document::{nesting_depth, Document, MAX_METADATA_DEPTH};
+use crate::document::{nesting_depth, Document, Embedding, MAX_METADATA_DEPTH};
 use crate::error::{invalid, json_message, Error, Result};
 use crate::read::{checked, human_size, over_limit, IngestOptions, Item};
 use crate::walk::SourceFile;
@@ -116,8 +116,10 @@ fn record(bytes: &[u8], path: &Path, line: usize) -> Result<Document> {
     document_from_json(&value).map_err(|message| invalid(path, Some(line), message))
 }
 
-/// A document from its JSON object `{id, title?, text, date?, metadata?}` (BEIR's `_id` for `id`,
-/// Haystack's `meta` for `metadata`), as a JSONL line gives it; the error says what is wrong.
+/// A document from its JSON object `{id, title?, text, date?, metadata?, embedding?,
+/// embedding_model?}` (BEIR's `_id` for `id`, Haystack's `meta` for `metadata`), as a JSONL line
+/// gives it; the error says what is wrong. A document's own `embedding` (a list of numbers) needs
+/// the `embedding_model` that made it.
 pub fn document_from_json(value: &Value) -> std::result::Result<Document, String> {
     let Value::Object(map) = value else {
         return Err("expected a JSON object".into());
@@ -152,13 +154,41 @@ pub fn document_from_json(value: &Value) -> std::result::Result<Document, String
         ));
     }
     let metadata = metadata.filter(|m| !is_empty_json(m)).cloned();
+    let embedding = match map.get("embedding") {
+        None | Some(Value::Null) => None,
+        Some(value) => {
+            let model = field("embedding_model")?.ok_or_else(|| {
+                format!(
+                    "document `{id}` has an `embedding` but no `embedding_model` naming its model"
+                )
+            })?;
+            let embedding = Embedding {
+                model,
+                vector: numbers(value).ok_or("`embedding` must be a list of numbers")?,
+            };
+            embedding
+                .check()
+                .map_err(|why| format!("document `{id}`: {why}"))?;
+            Some(embedding)
+        }
+    };
     Ok(Document {
         title: field("title")?.filter(|t| !t.is_empty()),
         date: field("date")?,
         metadata,
         id,
         text,
+        embedding,
     })
+}
+
+/// The values of a JSON list of numbers, as f32.
+fn numbers(value: &Value) -> Option<Vec<f32>> {
+    value
+        .as_array()?
+        .iter()
+        .map(|x| x.as_f64().map(|x| x as f32))
+        .collect()
 }
 
 fn is_empty_json(value: &Value) -> bool {
@@ -239,5 +269,43 @@ mod tests {
         // A last line without a newline is measured without one.
         assert_eq!(lines(b"abcdef", 5), [dropped(6, 6)]);
         assert_eq!(lines(b"", 5), []);
+    }
+
+    #[test]
+    fn an_own_embedding_needs_its_model_and_usable_numbers() {
+        let doc = |extra: Value| {
+            let mut value = serde_json::json!({"id": "d", "text": "Some text."});
+            value
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            document_from_json(&value)
+        };
+        let ok = doc(serde_json::json!({"embedding": [0.5, -1, 2e-3], "embedding_model": "m"}));
+        let embedding = ok.unwrap().embedding.unwrap();
+        assert_eq!(
+            (embedding.model.as_str(), embedding.vector),
+            ("m", vec![0.5, -1.0, 0.002])
+        );
+        let err = |extra| doc(extra).unwrap_err();
+        assert!(err(serde_json::json!({"embedding": [1.0]})).contains("embedding_model"));
+        assert!(
+            err(serde_json::json!({"embedding": [1, "x"], "embedding_model": "m"}))
+                .contains("list of numbers")
+        );
+        assert!(
+            err(serde_json::json!({"embedding": [0, 0], "embedding_model": "m"}))
+                .contains("all zeros")
+        );
+        assert!(
+            err(serde_json::json!({"embedding": [1e300], "embedding_model": "m"}))
+                .contains("not a finite number")
+        );
+        assert_eq!(
+            doc(serde_json::json!({"embedding": null}))
+                .unwrap()
+                .embedding,
+            None
+        );
     }
 }

@@ -56,7 +56,7 @@ pub mod sections;
 mod squad;
 mod walk;
 
-pub use document::{nesting_depth, ContentHash, Document, MAX_METADATA_DEPTH};
+pub use document::{nesting_depth, ContentHash, Document, Embedding, MAX_METADATA_DEPTH};
 pub use error::{Error, Result};
 pub use isolate::{serve_worker, IsolatedReader, IsolationLimits};
 pub use jsonl::document_from_json;

@@ -239,6 +239,7 @@ fn document(file: &SourceFile, pdf: Extracted) -> Document {
         text,
         date: None,
         metadata: Some(Value::Object(metadata)),
+        embedding: None,
     }
 }
 

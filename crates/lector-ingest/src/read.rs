@@ -285,6 +285,7 @@ fn read_markdown(file: &SourceFile, raw: String) -> Result<Document> {
         text,
         date,
         metadata: (!fields.is_empty()).then_some(serde_json::Value::Object(fields)),
+        embedding: None,
     })
 }
 

@@ -328,6 +328,7 @@ mod tests {
             text: "x".into(),
             date: None,
             metadata: None,
+            embedding: None,
         };
         attach(&mut doc, &[]);
         assert_eq!(doc.metadata, None);

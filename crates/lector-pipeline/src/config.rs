@@ -47,13 +47,9 @@ impl Default for RetrievalConfig {
 }
 
 impl RetrievalConfig {
-    /// The mode asked for, else hybrid for an index with vectors and BM25 otherwise.
+    /// The mode asked for, else the store's default ([`crate::default_search`]).
     pub fn mode_for(&self, index: &(impl DocumentStore + ?Sized)) -> Mode {
-        self.mode.unwrap_or(if index.dense_meta().is_some() {
-            Mode::Hybrid
-        } else {
-            Mode::Bm25
-        })
+        self.mode.unwrap_or(crate::default_search(index).mode)
     }
 
     /// Search options for `index`: its BM25 parameters unless overridden, checked.
@@ -79,13 +75,14 @@ impl RetrievalConfig {
     }
 
     /// The embedder `index` needs for its queries and new documents, or `None` for an index
-    /// without passage vectors.
+    /// without passage vectors or whose vectors come with the documents (its queries bring
+    /// theirs, [`lector_index::QueryVector`]).
     pub fn embedder_for(
         &self,
         index: &(impl DocumentStore + ?Sized),
         notify: &dyn Fn(&str),
     ) -> Result<Option<Arc<dyn Embedder>>> {
-        if index.dense_meta().is_none() {
+        if index.dense_meta().is_none_or(|meta| meta.external) {
             return Ok(None);
         }
         Ok(Some(Arc::new(load_embedder(

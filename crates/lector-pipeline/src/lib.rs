@@ -241,9 +241,10 @@ pub struct Pipeline<S = Index> {
     titles: OnceLock<multihop::TitleIndex>,
 }
 
-/// The store's default retrieval: hybrid when it has passage vectors, else BM25.
+/// The store's default retrieval: hybrid when it embeds its passages itself, else BM25 (vectors
+/// made outside lector need the query's vector too).
 pub fn default_search(index: &(impl DocumentStore + ?Sized)) -> SearchOptions {
-    let mode = if index.dense_meta().is_some() {
+    let mode = if index.dense_meta().is_some_and(|meta| !meta.external) {
         Mode::Hybrid
     } else {
         Mode::Bm25

@@ -72,7 +72,7 @@ impl Index {
         stage: impl FnOnce(&mut IndexWriter, &ProgressBar) -> PyResult<T>,
     ) -> PyResult<(T, u64)> {
         let mut writer = IndexWriter::open_or_create(&self.dir, self.settings).or_raise()?;
-        if self.dense || writer.is_dense() {
+        if self.dense || writer.embeds_itself() {
             writer.set_embedder(self.embedder()?).or_raise()?;
         }
         let bar = bar(progress);

@@ -331,6 +331,13 @@ fn vectors_or_none(vectors: &[Vec<u8>], n: usize) -> Vec<Option<&Vec<u8>>> {
 
 impl StoreWriter for RedisWriter {
     fn add(&mut self, doc: Document) -> Result<AddOutcome> {
+        if doc.embedding.is_some() {
+            return Err(Error::Config(format!(
+                "document `{}` brings its own vector: a Redis store holds only vectors lector \
+                 makes (use the embedded index for vectors made outside lector)",
+                doc.id
+            )));
+        }
         let hash = hex(&doc.content_hash());
         if let Some(&slot) = self.staged_ids.get(&doc.id) {
             if hex(&self.staged[slot].content_hash()) == hash {

@@ -657,6 +657,7 @@ fn checked(
             text: doc.text,
             date: doc.date,
             metadata,
+            embedding: None,
         });
     };
     let mut read = read_upload(position, &doc.id, &file, uploads)?;

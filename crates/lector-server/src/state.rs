@@ -606,7 +606,7 @@ fn prepare(
     writer: &mut IndexWriter,
     embedder: Option<&Arc<dyn Embedder>>,
 ) -> lector_index::Result<()> {
-    if let (true, Some(embedder)) = (writer.is_dense(), embedder) {
+    if let (true, Some(embedder)) = (writer.embeds_itself(), embedder) {
         writer.set_embedder(embedder.clone())?;
     }
     writer.defer_merges(true);

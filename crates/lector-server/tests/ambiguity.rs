@@ -50,6 +50,7 @@ impl Server {
                 text: text.into(),
                 date: None,
                 metadata: None,
+                embedding: None,
             });
         }
         writer.commit().unwrap();

@@ -45,6 +45,7 @@ fn opens_an_empty_directory_as_a_new_index_that_takes_documents_and_answers() {
         text: "The 2026 offsite takes place in Lisbon on 4 June.".into(),
         date: None,
         metadata: None,
+        embedding: None,
     });
     writer.commit().unwrap();
     drop(writer);

@@ -80,13 +80,20 @@ def _build(cls: Type[_T], fields: Mapping[str, Any], **converted: Any) -> _T:
 
 @dataclasses.dataclass(frozen=True)
 class Document:
-    """A document to index: ``text`` is cut into passages; ``metadata`` fields can be filtered on."""
+    """A document to index: ``text`` is cut into passages; ``metadata`` fields can be filtered on.
+
+    ``embedding`` is the document's own vector, made by the model ``embedding_model`` outside
+    lector (OpenAI, Cohere, sentence-transformers): an index of such documents keeps it (as
+    float32) for each of the document's passages, embeds nothing itself, and is searched with the
+    query's vector from the same model (:meth:`Index.search` ``vector=``)."""
 
     id: str
     text: str
     title: Optional[str] = None
     date: Optional[str] = None
     metadata: Optional[Dict[str, Any]] = None
+    embedding: Optional[List[float]] = None
+    embedding_model: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -307,10 +314,24 @@ class Index:
         *,
         mode: Optional[str] = None,
         filter: Optional[Filter] = None,
+        vector: Optional[Sequence[float]] = None,
     ) -> List[Hit]:
         """The best ``k`` passages for ``query``, best first. ``mode``: ``"bm25"``, ``"dense"``, ``"tfidf"`` or
-        ``"hybrid"`` (default: hybrid on a dense index, else BM25)."""
-        return [Hit._from(h) for h in self._inner.search(query, k, mode=mode, filter=filter)]
+        ``"hybrid"`` (default: hybrid on an index that embeds its passages, else BM25). ``vector``:
+        the query's own vector, from the model of the documents' own vectors (the mode is then
+        dense unless given)."""
+        vector = None if vector is None else [float(x) for x in vector]
+        return [Hit._from(h) for h in self._inner.search(query, k, mode=mode, filter=filter, vector=vector)]
+
+    def documents(self, *, filter: Optional[Filter] = None) -> List[Document]:
+        """The documents that pass ``filter`` (all without one), with their own vectors, in the
+        index's order (oldest commit first, in the order they were added); none before the
+        index exists."""
+        return [_build(Document, d) for d in self._inner.documents(filter=filter)]
+
+    def count(self, *, filter: Optional[Filter] = None) -> int:
+        """How many documents pass ``filter`` (all without one); 0 before the index exists."""
+        return self._inner.count(filter=filter)
 
     def stats(self) -> Dict[str, Any]:
         """Document, passage and term counts and the index's settings (``lector index stats``)."""

@@ -4,7 +4,10 @@
   filter dicts) as Haystack ``Document`` objects;
 - :class:`LectorReader`: lector's extractive reader with its aggregation and abstention, on the
   documents of any retriever; its first answer is ``lector ask``'s answer, or a no-answer
-  (``data=None``) when lector abstains.
+  (``data=None``) when lector abstains;
+- :class:`LectorDocumentStore`: Haystack's ``DocumentStore`` protocol over a lector index (write
+  with each ``DuplicatePolicy``, filter with Haystack's filter semantics, count, delete), with
+  documents' embeddings kept (as float32) for dense search.
 
 >>> from haystack import Pipeline
 >>> from lector.haystack import LectorReader, LectorRetriever
@@ -21,10 +24,13 @@ from typing import Any, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ExtractedAnswer
+from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.document_stores.types import DuplicatePolicy
+from haystack.errors import FilterError
 
 import lector
 
-__all__ = ["LectorReader", "LectorRetriever"]
+__all__ = ["LectorDocumentStore", "LectorReader", "LectorRetriever"]
 
 #: The metadata key under which a document keeps the lector passage it came from.
 HIT_KEY = "lector_hit"
@@ -184,3 +190,97 @@ def _extracted(query: str, candidate: lector.Candidate, document: Document) -> E
             "end": evidence.end,
         },
     )
+
+
+class LectorDocumentStore:
+    """Haystack's ``DocumentStore`` over a lector index directory.
+
+    A Haystack document becomes a lector document: ``content`` its text, ``meta`` its metadata,
+    ``embedding`` its own vector (stored as float32, under ``embedding_model``). Filters are
+    Haystack's filter dicts with Haystack's semantics (``None`` for a missing field, ISO 8601
+    dates compared by time, ``FilterError`` for a malformed filter or an ordering condition on a
+    string that is not a date); where lector's filters still differ is listed in the README.
+    Documents come back in the index's order (oldest write first), without a score.
+
+    Args:
+        index: The index directory; created by the first write.
+        embedding_model: The name recorded for the documents' embeddings (vectors of two models
+            are never mixed in one index).
+    """
+
+    def __init__(self, index: str, embedding_model: str = "haystack") -> None:
+        self.index = index
+        self.embedding_model = embedding_model
+        self._index = lector.Index(index)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(self, index=self.index, embedding_model=self.embedding_model)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "LectorDocumentStore":
+        return default_from_dict(cls, data)
+
+    def count_documents(self) -> int:
+        """The number of documents in the store."""
+        return self._index.count()
+
+    def filter_documents(self, filters: Optional[Dict[str, Any]] = None) -> List[Document]:
+        """The documents that pass ``filters`` (all of them without, or with ``{}``)."""
+        if filters:
+            _check_lists(filters)
+        try:
+            documents = self._index.documents(filter=filters or None)
+        except ValueError as err:  # the filter, named where it is wrong
+            raise FilterError(str(err)) from err
+        return [_haystack_document(d) for d in documents]
+
+    def write_documents(self, documents: List[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
+        """Writes ``documents``; returns how many were written. An id already stored fails the
+        whole write under ``FAIL`` (and ``NONE``, as Haystack's in-memory store does), is left
+        alone under ``SKIP`` and replaced under ``OVERWRITE``."""
+        if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
+            raise ValueError("write_documents takes a list of Haystack Document objects")
+        stored = {d.id for d in self._index.documents()} if documents else set()
+        if policy in (DuplicatePolicy.NONE, DuplicatePolicy.FAIL):
+            duplicates = [d.id for d in documents if d.id in stored]
+            if duplicates:
+                raise DuplicateDocumentError(f"documents with these ids are already stored: {duplicates}")
+        if policy == DuplicatePolicy.SKIP:
+            documents = [d for d in documents if d.id not in stored]
+        if documents:
+            self._index.add([self._lector_document(d) for d in documents])
+        return len(documents)
+
+    def delete_documents(self, document_ids: List[str]) -> None:
+        """Deletes the documents with these ids (ids not stored are ignored)."""
+        if document_ids:
+            self._index.delete(document_ids)
+
+    def _lector_document(self, document: Document) -> lector.Document:
+        if document.content is None:
+            raise ValueError(f"document {document.id} has no text content: lector stores text documents")
+        if document.sparse_embedding is not None:
+            raise ValueError(f"document {document.id} has a sparse embedding: lector keeps dense vectors only")
+        return lector.Document(
+            id=document.id,
+            text=document.content,
+            metadata=dict(document.meta) or None,
+            embedding=document.embedding,
+            embedding_model=self.embedding_model if document.embedding is not None else None,
+        )
+
+
+def _haystack_document(document: lector.Document) -> Document:
+    return Document(
+        id=document.id, content=document.text, meta=document.metadata or {}, embedding=document.embedding
+    )
+
+
+def _check_lists(condition: Any) -> None:
+    """Haystack's rule that ``in`` / ``not in`` take a list (a tuple is refused, not read as one)."""
+    if not isinstance(condition, dict):
+        raise FilterError(f"a filter condition must be a dict, not {type(condition).__name__}")
+    if condition.get("operator") in ("in", "not in") and not isinstance(condition.get("value"), list):
+        raise FilterError(f"`{condition['operator']}` needs a list value, not {type(condition.get('value')).__name__}")
+    for inner in condition.get("conditions", []) if isinstance(condition.get("conditions"), list) else []:
+        _check_lists(inner)

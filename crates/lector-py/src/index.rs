@@ -5,7 +5,7 @@ use crate::{from_py, serialized, OrRaise};
 use indicatif::{ProgressBar, ProgressStyle};
 use lector_index::{
     add_files, AddCounts, AddEvent, AddOptions, AddOutcome, DocumentStore, Embedder, Filter,
-    IndexSettings, IndexWriter, Mode, StoreWriter,
+    IndexSettings, IndexWriter, Mode, QueryVector, StoreWriter,
 };
 use lector_ingest::IngestOptions;
 use lector_pipeline::config::load_embedder;
@@ -42,6 +42,21 @@ impl Index {
             return Ok(Arc::clone(index));
         }
         self.reopen()
+    }
+
+    /// The last commit seen, or `None` when the index does not exist yet.
+    fn existing(&self) -> PyResult<Option<Arc<lector_index::Index>>> {
+        if let Some(index) = self.snapshot.read().expect("not poisoned").as_ref() {
+            return Ok(Some(Arc::clone(index)));
+        }
+        match lector_index::Index::open(&self.dir) {
+            Err(lector_index::Error::NoIndex { .. }) => Ok(None),
+            opened => {
+                let index = Arc::new(opened.or_raise()?);
+                *self.snapshot.write().expect("not poisoned") = Some(Arc::clone(&index));
+                Ok(Some(index))
+            }
+        }
     }
 
     fn reopen(&self) -> PyResult<Arc<lector_index::Index>> {
@@ -238,8 +253,10 @@ impl Index {
         Ok(removed)
     }
 
-    /// The best `k` passages for `query` as dicts (the fields of `lector search --json`).
-    #[pyo3(signature = (query, k = 10, *, mode = None, filter = None))]
+    /// The best `k` passages for `query` as dicts (the fields of `lector search --json`). With
+    /// `vector` (the query's own vector, from the model of the documents' vectors) dense and
+    /// hybrid search use it instead of embedding `query`; the mode is then dense by default.
+    #[pyo3(signature = (query, k = 10, *, mode = None, filter = None, vector = None))]
     fn search(
         &self,
         py: Python<'_>,
@@ -247,9 +264,14 @@ impl Index {
         k: usize,
         mode: Option<&str>,
         filter: Option<Bound<'_, PyAny>>,
+        vector: Option<Vec<f32>>,
     ) -> PyResult<Py<PyAny>> {
+        let mode = match (parse_mode(mode)?, &vector) {
+            (None, Some(_)) => Some(Mode::Dense),
+            (mode, _) => mode,
+        };
         let config = RetrievalConfig {
-            mode: parse_mode(mode)?,
+            mode,
             embedder: self.embedder_spec.clone(),
             filter: parse_filter(filter)?,
             ..RetrievalConfig::default()
@@ -257,14 +279,58 @@ impl Index {
         let index = self.snapshot()?;
         let hits = py.detach(|| -> PyResult<_> {
             let search = config.search_options(index.as_ref()).or_raise()?;
-            let embedder = match search.mode.is_dense() {
-                true => Some(self.embedder()?),
-                false => None,
+            let embedder: Option<Arc<dyn Embedder>> = match (search.mode.is_dense(), vector) {
+                (false, _) => None,
+                (true, Some(vector)) => Some(Arc::new(QueryVector {
+                    model: lector_index::Index::dense_meta(&index)
+                        .map(|m| m.model.clone())
+                        .unwrap_or_default(),
+                    vector,
+                })),
+                (true, None) => Some(self.embedder()?),
             };
             let retriever = index.retriever(&search, embedder.as_deref()).or_raise()?;
             retriever.retrieve(query, k).or_raise()
         })?;
         Ok(serialized(py, &hits)?.unbind())
+    }
+
+    /// The documents that pass `filter` (all without one) as dicts `{id, text, title, date,
+    /// metadata, embedding, embedding_model}`, in the index's order (oldest commit first, in the
+    /// order they were added); none before the index exists.
+    #[pyo3(signature = (*, filter = None))]
+    fn documents(&self, py: Python<'_>, filter: Option<Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let filter = parse_filter(filter)?;
+        let Some(index) = self.existing()? else {
+            return Ok(serialized(py, &Vec::<Value>::new())?.unbind());
+        };
+        let documents = py.detach(|| {
+            let model = lector_index::Index::dense_meta(&index).map(|m| m.model.as_str());
+            let page = index.documents_page(None, 0, usize::MAX, filter.as_ref());
+            page.documents
+                .iter()
+                .map(|d| {
+                    let metadata: Option<Value> =
+                        d.metadata.and_then(|m| serde_json::from_str(m).ok());
+                    json!({
+                        "id": d.id, "text": d.text, "title": d.title, "date": d.date,
+                        "metadata": metadata, "embedding": d.embedding,
+                        "embedding_model": d.embedding.and(model),
+                    })
+                })
+                .collect::<Vec<_>>()
+        });
+        Ok(serialized(py, &documents)?.unbind())
+    }
+
+    /// How many documents pass `filter` (all without one); 0 before the index exists.
+    #[pyo3(signature = (*, filter = None))]
+    fn count(&self, py: Python<'_>, filter: Option<Bound<'_, PyAny>>) -> PyResult<usize> {
+        let filter = parse_filter(filter)?;
+        Ok(match self.existing()? {
+            Some(index) => py.detach(|| index.count(filter.as_ref())),
+            None => 0,
+        })
     }
 
     /// Document and passage counts and the index's settings.

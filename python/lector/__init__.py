@@ -323,6 +323,21 @@ class Index:
         vector = None if vector is None else [float(x) for x in vector]
         return [Hit._from(h) for h in self._inner.search(query, k, mode=mode, filter=filter, vector=vector)]
 
+    def search_documents(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        mode: Optional[str] = None,
+        filter: Optional[Filter] = None,
+        vector: Optional[Sequence[float]] = None,
+    ) -> List[Tuple[Document, float]]:
+        """The best ``k`` documents for ``query`` (options as :meth:`search`), each scored by its
+        best passage (MaxP), best first, with their own vectors."""
+        vector = None if vector is None else [float(x) for x in vector]
+        found = self._inner.search(query, k, mode=mode, filter=filter, vector=vector, documents=True)
+        return [(_build(Document, d), d["score"]) for d in found]
+
     def documents(self, *, filter: Optional[Filter] = None) -> List[Document]:
         """The documents that pass ``filter`` (all without one), with their own vectors, in the
         index's order (oldest commit first, in the order they were added); none before the

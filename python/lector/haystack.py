@@ -7,7 +7,9 @@
   (``data=None``) when lector abstains;
 - :class:`LectorDocumentStore`: Haystack's ``DocumentStore`` protocol over a lector index (write
   with each ``DuplicatePolicy``, filter with Haystack's filter semantics, count, delete), with
-  documents' embeddings kept (as float32) for dense search.
+  documents' embeddings kept (as float32) for dense search;
+- :class:`LectorBM25Retriever`, :class:`LectorEmbeddingRetriever`, :class:`LectorHybridRetriever`:
+  whole documents from a :class:`LectorDocumentStore`, each scored by its best passage.
 
 >>> from haystack import Pipeline
 >>> from lector.haystack import LectorReader, LectorRetriever
@@ -25,12 +27,19 @@ from typing import Any, Dict, List, Optional
 from haystack import Document, component, default_from_dict, default_to_dict
 from haystack.dataclasses import ExtractedAnswer
 from haystack.document_stores.errors import DuplicateDocumentError
-from haystack.document_stores.types import DuplicatePolicy
+from haystack.document_stores.types import DuplicatePolicy, FilterPolicy, apply_filter_policy
 from haystack.errors import FilterError
 
 import lector
 
-__all__ = ["LectorDocumentStore", "LectorReader", "LectorRetriever"]
+__all__ = [
+    "LectorBM25Retriever",
+    "LectorDocumentStore",
+    "LectorEmbeddingRetriever",
+    "LectorHybridRetriever",
+    "LectorReader",
+    "LectorRetriever",
+]
 
 #: The metadata key under which a document keeps the lector passage it came from.
 HIT_KEY = "lector_hit"
@@ -256,6 +265,32 @@ class LectorDocumentStore:
         if document_ids:
             self._index.delete(document_ids)
 
+    def search(
+        self,
+        query: str = "",
+        top_k: int = 10,
+        *,
+        mode: str,
+        filters: Optional[Dict[str, Any]] = None,
+        query_embedding: Optional[List[float]] = None,
+        return_embedding: bool = False,
+    ) -> List[Document]:
+        """The best ``top_k`` documents (``mode``: ``"bm25"``, ``"dense"`` or ``"hybrid"``),
+        each scored by its best passage; what the retrievers below call."""
+        if filters:
+            _check_lists(filters)
+        if self._index.count() == 0:
+            return []  # nothing written yet: there may be no index to search
+        try:
+            found = self._index.search_documents(
+                query, top_k, mode=mode, filter=filters or None, vector=query_embedding
+            )
+        except ValueError as err:
+            raise FilterError(str(err)) from err
+        return [
+            _haystack_document(d, score=score, embedding=return_embedding) for d, score in found
+        ]
+
     def _lector_document(self, document: Document) -> lector.Document:
         if document.content is None:
             raise ValueError(f"document {document.id} has no text content: lector stores text documents")
@@ -270,10 +305,115 @@ class LectorDocumentStore:
         )
 
 
-def _haystack_document(document: lector.Document) -> Document:
+def _haystack_document(document: lector.Document, score: Optional[float] = None, embedding: bool = True) -> Document:
     return Document(
-        id=document.id, content=document.text, meta=document.metadata or {}, embedding=document.embedding
+        id=document.id,
+        content=document.text,
+        meta=document.metadata or {},
+        embedding=document.embedding if embedding else None,
+        score=score,
     )
+
+
+class _StoreRetriever:
+    """What the three retrievers share: the store, default filters and how run-time filters
+    combine with them (Haystack's ``FilterPolicy``), ``top_k``, serialization."""
+
+    mode = ""
+
+    def __init__(
+        self,
+        document_store: LectorDocumentStore,
+        filters: Optional[Dict[str, Any]] = None,
+        top_k: int = 10,
+        filter_policy: FilterPolicy = FilterPolicy.REPLACE,
+        return_embedding: bool = False,
+    ) -> None:
+        if not isinstance(document_store, LectorDocumentStore):
+            raise ValueError("document_store must be a LectorDocumentStore")
+        if top_k <= 0:
+            raise ValueError(f"top_k must be greater than 0, not {top_k}")
+        self.document_store = document_store
+        self.filters = filters
+        self.top_k = top_k
+        self.filter_policy = FilterPolicy.from_str(filter_policy) if isinstance(filter_policy, str) else filter_policy
+        self.return_embedding = return_embedding
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(
+            self,
+            document_store=self.document_store.to_dict(),
+            filters=self.filters,
+            top_k=self.top_k,
+            filter_policy=self.filter_policy.value,
+            return_embedding=self.return_embedding,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> Any:
+        params = data["init_parameters"]
+        params["document_store"] = LectorDocumentStore.from_dict(params["document_store"])
+        return default_from_dict(cls, data)
+
+    def _search(self, query: str, query_embedding: Optional[List[float]], filters, top_k) -> Dict[str, List[Document]]:
+        filters = apply_filter_policy(self.filter_policy, self.filters, filters)
+        documents = self.document_store.search(
+            query,
+            self.top_k if top_k is None else top_k,
+            mode=self.mode,
+            filters=filters,
+            query_embedding=query_embedding,
+            return_embedding=self.return_embedding,
+        )
+        return {"documents": documents}
+
+
+@component
+class LectorBM25Retriever(_StoreRetriever):
+    """Documents from a :class:`LectorDocumentStore` by BM25, each scored by its best passage."""
+
+    mode = "bm25"
+
+    @component.output_types(documents=List[Document])
+    def run(
+        self, query: str, filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
+    ) -> Dict[str, List[Document]]:
+        """The best ``top_k`` documents for ``query``."""
+        return self._search(query, None, filters, top_k)
+
+
+@component
+class LectorEmbeddingRetriever(_StoreRetriever):
+    """Documents from a :class:`LectorDocumentStore` nearest to a query embedding (by the inner
+    product of the vectors as given), from the model of the documents' embeddings."""
+
+    mode = "dense"
+
+    @component.output_types(documents=List[Document])
+    def run(
+        self, query_embedding: List[float], filters: Optional[Dict[str, Any]] = None, top_k: Optional[int] = None
+    ) -> Dict[str, List[Document]]:
+        """The ``top_k`` documents nearest to ``query_embedding``."""
+        return self._search("", query_embedding, filters, top_k)
+
+
+@component
+class LectorHybridRetriever(_StoreRetriever):
+    """Documents from a :class:`LectorDocumentStore` by BM25 and embedding similarity fused with
+    reciprocal rank fusion (lector's hybrid mode)."""
+
+    mode = "hybrid"
+
+    @component.output_types(documents=List[Document])
+    def run(
+        self,
+        query: str,
+        query_embedding: List[float],
+        filters: Optional[Dict[str, Any]] = None,
+        top_k: Optional[int] = None,
+    ) -> Dict[str, List[Document]]:
+        """The best ``top_k`` documents for ``query`` and ``query_embedding`` together."""
+        return self._search(query, query_embedding, filters, top_k)
 
 
 def _check_lists(condition: Any) -> None:

@@ -63,3 +63,77 @@ def test_the_store_round_trips_and_serves_dense_search(tmp_path):
     assert store.write_documents([Document(id="a", content="Cats nap.")], policy=DuplicatePolicy.SKIP) == 0
     assert store.write_documents([Document(id="a", content="Cats nap.")], policy=DuplicatePolicy.OVERWRITE) == 1
     assert store.count_documents() == 3 and store.filter_documents({"field": "id", "operator": "==", "value": "a"})[0].content == "Cats nap."
+
+
+def sample_paragraphs(sample: dict) -> List[Document]:
+    """The bundled sample's paragraphs as Haystack documents, titled in their metadata."""
+    return [
+        Document(id=f"{article['title']}#{i}", content=p["context"], meta={"title": article["title"], "n": i})
+        for article in sample["data"]
+        for i, p in enumerate(article["paragraphs"])
+    ]
+
+
+def test_a_haystack_pipeline_writes_into_lector_and_reads_its_documents(tmp_path, sample):
+    from haystack import Pipeline
+    from haystack.components.writers import DocumentWriter
+    from lector.haystack import LectorBM25Retriever, LectorReader
+
+    store = LectorDocumentStore(index=str(tmp_path / "index"))
+    writing = Pipeline()
+    writing.add_component("writer", DocumentWriter(document_store=store, policy=DuplicatePolicy.OVERWRITE))
+    paragraphs = sample_paragraphs(sample)
+    assert writing.run({"writer": {"documents": paragraphs}})["writer"]["documents_written"] == len(paragraphs)
+    assert store.count_documents() == len(paragraphs)
+
+    qa = Pipeline()
+    qa.add_component("retriever", LectorBM25Retriever(document_store=store, top_k=5))
+    qa.add_component("reader", LectorReader(index=store.index))
+    qa.connect("retriever.documents", "reader.documents")
+    qa = Pipeline.loads(qa.dumps(), allowed_modules=["lector.haystack"])
+    first = sample["data"][0]["paragraphs"][0]["qas"][0]
+    q, gold = first["question"], {a["text"] for a in first["answers"]}
+    result = qa.run({"retriever": {"query": q}, "reader": {"query": q}}, include_outputs_from={"retriever"})
+    documents = result["retriever"]["documents"]
+    assert len(documents) == 5 and all(d.score is not None for d in documents)
+    assert [d.score for d in documents] == sorted((d.score for d in documents), reverse=True)
+    assert result["reader"]["answers"][0].data in gold, gold
+    # The same documents as lector's own document ranking; filters apply before ranking.
+    ranked = lector.Index(store.index).search_documents(q, 5, mode="bm25")
+    assert [d.id for d in documents] == [d.id for d, _ in ranked]
+    only = {"field": "meta.n", "operator": ">=", "value": 5}
+    filtered = qa.run({"retriever": {"query": q, "filters": only}, "reader": {"query": q}},
+                      include_outputs_from={"retriever"})["retriever"]["documents"]
+    assert filtered and all(d.meta["n"] >= 5 for d in filtered)
+
+
+def test_embedding_and_hybrid_retrievers_with_the_documents_own_vectors(tmp_path):
+    from haystack.document_stores.types import FilterPolicy
+    from lector.haystack import LectorEmbeddingRetriever, LectorHybridRetriever
+
+    store = LectorDocumentStore(index=str(tmp_path / "index"), embedding_model="toy")
+    assert LectorEmbeddingRetriever(document_store=store).run(query_embedding=[1.0, 0.0])["documents"] == []
+    store.write_documents([
+        Document(id="a", content="Cats purr.", meta={"kind": "pet"}, embedding=[1.0, 0.0]),
+        Document(id="b", content="Dogs bark loudly.", meta={"kind": "pet"}, embedding=[0.6, 0.8]),
+        Document(id="c", content="Kettles whistle.", meta={"kind": "thing"}, embedding=[0.0, 1.0]),
+    ])
+    dense = LectorEmbeddingRetriever(document_store=store, top_k=2, return_embedding=True)
+    found = dense.run(query_embedding=[0.0, 1.0])["documents"]
+    assert [(d.id, round(d.score, 3)) for d in found] == [("c", 1.0), ("b", 0.8)]
+    assert found[0].embedding == [0.0, 1.0]
+    # Init filters, replaced (the default) or merged with run-time ones.
+    pets = {"field": "meta.kind", "operator": "==", "value": "pet"}
+    only_b = {"field": "id", "operator": "==", "value": "b"}
+    merged = LectorEmbeddingRetriever(document_store=store, filters=pets, filter_policy=FilterPolicy.MERGE)
+    assert [d.id for d in merged.run(query_embedding=[0.0, 1.0])["documents"]] == ["b", "a"]
+    assert [d.id for d in merged.run(query_embedding=[0.0, 1.0], filters=only_b)["documents"]] == ["b"]
+    replaced = LectorEmbeddingRetriever(document_store=store, filters=pets)
+    assert [d.id for d in replaced.run(query_embedding=[0.0, 1.0], filters={"field": "id", "operator": "==", "value": "c"})["documents"]] == ["c"]
+    again = LectorEmbeddingRetriever.from_dict(merged.to_dict())
+    assert again.filter_policy == FilterPolicy.MERGE and again.document_store.index == store.index
+    hybrid = LectorHybridRetriever(document_store=store, top_k=3)
+    fused = hybrid.run(query="cats", query_embedding=[0.0, 1.0])["documents"]
+    assert {d.id for d in fused} == {"a", "b", "c"} and fused[0].id in ("a", "c")
+    with pytest.raises(Exception, match="FilterError|ISO 8601"):
+        dense.run(query_embedding=[0.0, 1.0], filters={"field": "meta.kind", "operator": ">", "value": "pet"})

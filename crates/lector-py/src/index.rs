@@ -4,11 +4,12 @@
 use crate::{from_py, serialized, OrRaise};
 use indicatif::{ProgressBar, ProgressStyle};
 use lector_index::{
-    add_files, AddCounts, AddEvent, AddOptions, AddOutcome, DocumentStore, Embedder, Filter,
-    IndexSettings, IndexWriter, Mode, QueryVector, StoreWriter,
+    add_files, rank_documents, AddCounts, AddEvent, AddOptions, AddOutcome, DocumentRef,
+    DocumentStore, Embedder, Filter, IndexSettings, IndexWriter, Mode, QueryVector, StoreWriter,
 };
 use lector_ingest::IngestOptions;
 use lector_pipeline::config::load_embedder;
+use lector_pipeline::ranking::DOCUMENT_DEPTH;
 use lector_pipeline::RetrievalConfig;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
@@ -254,9 +255,12 @@ impl Index {
     }
 
     /// The best `k` passages for `query` as dicts (the fields of `lector search --json`). With
-    /// `vector` (the query's own vector, from the model of the documents' vectors) dense and
+    /// `vector` (the query's own vector, from the model of the documents' own vectors) dense and
     /// hybrid search use it instead of embedding `query`; the mode is then dense by default.
-    #[pyo3(signature = (query, k = 10, *, mode = None, filter = None, vector = None))]
+    /// With `documents`, the best `k` documents instead, each scored by its best passage
+    /// (MaxP), as the dicts of [`Self::documents`] with a `score`.
+    #[pyo3(signature = (query, k = 10, *, mode = None, filter = None, vector = None, documents = false))]
+    #[allow(clippy::too_many_arguments)]
     fn search(
         &self,
         py: Python<'_>,
@@ -265,6 +269,7 @@ impl Index {
         mode: Option<&str>,
         filter: Option<Bound<'_, PyAny>>,
         vector: Option<Vec<f32>>,
+        documents: bool,
     ) -> PyResult<Py<PyAny>> {
         let mode = match (parse_mode(mode)?, &vector) {
             (None, Some(_)) => Some(Mode::Dense),
@@ -277,7 +282,7 @@ impl Index {
             ..RetrievalConfig::default()
         };
         let index = self.snapshot()?;
-        let hits = py.detach(|| -> PyResult<_> {
+        let found = py.detach(|| -> PyResult<Value> {
             let search = config.search_options(index.as_ref()).or_raise()?;
             let embedder: Option<Arc<dyn Embedder>> = match (search.mode.is_dense(), vector) {
                 (false, _) => None,
@@ -290,9 +295,24 @@ impl Index {
                 (true, None) => Some(self.embedder()?),
             };
             let retriever = index.retriever(&search, embedder.as_deref()).or_raise()?;
-            retriever.retrieve(query, k).or_raise()
+            if !documents {
+                return serde_json::to_value(retriever.retrieve(query, k).or_raise()?)
+                    .map_err(|e| PyValueError::new_err(e.to_string()));
+            }
+            let passages = retriever
+                .retrieve(query, k.saturating_mul(DOCUMENT_DEPTH))
+                .or_raise()?;
+            let ranked = rank_documents(&passages, k)
+                .iter()
+                .filter_map(|hit| {
+                    let mut doc = document_json(&index, &index.document(&hit.doc_id)?);
+                    doc["score"] = json!(hit.score);
+                    Some(doc)
+                })
+                .collect();
+            Ok(Value::Array(ranked))
         })?;
-        Ok(serialized(py, &hits)?.unbind())
+        Ok(crate::to_py(py, &found)?.unbind())
     }
 
     /// The documents that pass `filter` (all without one) as dicts `{id, text, title, date,
@@ -305,22 +325,11 @@ impl Index {
             return Ok(serialized(py, &Vec::<Value>::new())?.unbind());
         };
         let documents = py.detach(|| {
-            let model = lector_index::Index::dense_meta(&index).map(|m| m.model.as_str());
             let page = index.documents_page(None, 0, usize::MAX, filter.as_ref());
-            page.documents
-                .iter()
-                .map(|d| {
-                    let metadata: Option<Value> =
-                        d.metadata.and_then(|m| serde_json::from_str(m).ok());
-                    json!({
-                        "id": d.id, "text": d.text, "title": d.title, "date": d.date,
-                        "metadata": metadata, "embedding": d.embedding,
-                        "embedding_model": d.embedding.and(model),
-                    })
-                })
-                .collect::<Vec<_>>()
+            let documents = page.documents.iter().map(|d| document_json(&index, d));
+            Value::Array(documents.collect())
         });
-        Ok(serialized(py, &documents)?.unbind())
+        Ok(crate::to_py(py, &documents)?.unbind())
     }
 
     /// How many documents pass `filter` (all without one); 0 before the index exists.
@@ -359,6 +368,18 @@ impl Index {
         });
         Ok(serialized(py, &out)?.unbind())
     }
+}
+
+/// A document as Python sees it: `{id, text, title, date, metadata, embedding,
+/// embedding_model}`, the model named only with a vector.
+fn document_json(index: &lector_index::Index, doc: &DocumentRef<'_>) -> Value {
+    let model = lector_index::Index::dense_meta(index).map(|m| m.model.as_str());
+    let metadata: Option<Value> = doc.metadata.and_then(|m| serde_json::from_str(m).ok());
+    json!({
+        "id": doc.id, "text": doc.text, "title": doc.title, "date": doc.date,
+        "metadata": metadata, "embedding": doc.embedding,
+        "embedding_model": doc.embedding.and(model),
+    })
 }
 
 /// Python's signals (Ctrl-C) seen from work done without the GIL: polled at most every 50 ms,

@@ -26,9 +26,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import queue
+import threading
 from typing import (
     Any,
+    Callable,
     Dict,
+    Generator,
     Iterable,
     List,
     Mapping,
@@ -49,6 +53,7 @@ __all__ = [
     "Candidate",
     "Document",
     "Evidence",
+    "GeneratedAnswer",
     "Hit",
     "Index",
     "LectorError",
@@ -435,6 +440,46 @@ class Reader:
         return f"lector.Reader({self.model_dir!r})"
 
 
+#: The keyword settings of :meth:`Pipeline.generate` that choose the prompt, generator and decoding.
+_GENERATION_SETTINGS = (
+    "prompt", "examples", "shots", "select", "generator_model", "endpoint", "api_model", "api_key",
+    "timeout", "api_context", "temperature", "top_p", "seed", "beams", "length_penalty",
+    "max_new_tokens", "stop", "repeat_penalty",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratedAnswer:
+    """A generated answer (``lector ask --generate``): ``text`` as the user gets it (with
+    lector's sentence naming disagreeing readings, if any), its ``citations`` (``{number,
+    doc_id, title}``: passage ``[number]``), the ``unsupported`` sentences (no passage supports
+    them), the model's ``reasoning`` (chain-of-thought prompts), and every field of ``ask
+    --generate --json`` in ``raw``."""
+
+    text: str
+    question: str
+    generator: str
+    citations: List[Dict[str, Any]]
+    unsupported: List[str]
+    reasoning: Optional[str] = None
+    raw: Dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def _from(cls, raw: Mapping[str, Any]) -> "GeneratedAnswer":
+        answer = raw.get("answer") or {}
+        sentences = answer.get("sentences") or []
+        unsupported = [sentences[i]["text"] for i in answer.get("flagged") or [] if i < len(sentences)]
+        return cls(
+            text=raw["text"],
+            question=raw["question"],
+            generator=raw["generator"],
+            citations=list(answer.get("citations") or []),
+            unsupported=unsupported,
+            reasoning=raw.get("reasoning"),
+            raw=dict(raw),
+        )
+
+
 class Pipeline:
     """Open-domain question answering over an :class:`Index`, as ``lector ask`` does it: retrieve
     ``k`` passages, read them, aggregate the answers, abstain when the no-answer probability is
@@ -490,6 +535,63 @@ class Pipeline:
             _check_str(f"questions[{i}]", question)
         raw = self._inner.ask_many(questions, dict(options, k=k), progress)
         return [Response._from(r) for r in raw]
+
+    def generate(
+        self,
+        question: str,
+        *,
+        k: int = 5,
+        closed_book: bool = False,
+        on_token: Optional[Callable[[str], None]] = None,
+        **settings: Any,
+    ) -> GeneratedAnswer:
+        """A generated answer to ``question`` from the best ``k`` passages, as ``lector ask
+        --generate`` gives it (the same seed gives the same text): citations checked against the
+        passages, sentences without support flagged, disagreeing readings named. ``settings``:
+        ``prompt`` (a prompt file or a shipped name), ``examples``/``shots``/``select`` (few-shot),
+        ``generator_model`` (a GGUF file; default: the registry's SmolLM2-135M-Instruct) or
+        ``endpoint`` + ``api_model`` (+ ``api_key``, default ``$OPENAI_API_KEY``; ``timeout``,
+        ``api_context``), ``temperature`` (0: greedy), ``top_p``, ``seed``, ``beams``,
+        ``length_penalty``, ``max_new_tokens``, ``stop``, ``repeat_penalty``; ``filter`` and the
+        other options of :meth:`ask`. ``on_token`` gets each piece of text as it is generated
+        (:meth:`stream` yields them instead). ``closed_book``: no retrieval."""
+        _check_str("question", question)
+        known = set(_GENERATION_SETTINGS)
+        options = {key: value for key, value in settings.items() if key not in known}
+        chosen = {key: value for key, value in settings.items() if key in known}
+        if "examples" in chosen and chosen["examples"] is not None:
+            chosen["examples"] = os.fspath(chosen["examples"])
+        if "generator_model" in chosen and chosen["generator_model"] is not None:
+            chosen["generator_model"] = os.fspath(chosen["generator_model"])
+        raw = self._inner.generate(
+            question, dict(options, k=k), closed_book=closed_book, on_token=on_token, **chosen
+        )
+        return GeneratedAnswer._from(raw)
+
+    def stream(self, question: str, **settings: Any) -> Generator[str, None, GeneratedAnswer]:
+        """:meth:`generate` as an iterator of the pieces of text as they are generated; the
+        finished answer is the iterator's return value (``StopIteration.value``, or ``answer =
+        yield from pipeline.stream(...)``)."""
+        pieces: "queue.Queue[object]" = queue.Queue()
+        done = object()
+        outcome: Dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                outcome["answer"] = self.generate(question, on_token=pieces.put, **settings)
+            except BaseException as err:  # raised in the caller's thread below
+                outcome["error"] = err
+            finally:
+                pieces.put(done)
+
+        worker = threading.Thread(target=work, name="lector-generate", daemon=True)
+        worker.start()
+        while (piece := pieces.get()) is not done:
+            yield piece  # type: ignore[misc]
+        worker.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["answer"]
 
     def read_passages(self, question: str, hits: Sequence[Union[Hit, Mapping[str, Any]]], **options: Any) -> Response:
         """Reads passages found by another retriever (best first) and aggregates their answers as

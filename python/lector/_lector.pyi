@@ -1,7 +1,7 @@
 # Types of the extension module built from crates/lector-py. The documented, typed API is in
 # lector/__init__.py; these are the raw calls it translates to (dicts with the fields of the CLI's --json).
 from os import PathLike
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 _Path = Union[str, PathLike[str]]
 _Filter = Union[str, Mapping[str, Any], None]
@@ -67,6 +67,32 @@ class Pipeline:
     ) -> List[Dict[str, Any]]: ...
     def answer_passages(
         self, question: str, hits: Sequence[Mapping[str, Any]], options: Optional[Dict[str, Any]] = ...
+    ) -> Dict[str, Any]: ...
+    def generate(
+        self,
+        question: str,
+        options: Optional[Dict[str, Any]] = ...,
+        *,
+        closed_book: bool = ...,
+        prompt: Optional[str] = ...,
+        examples: Optional[str] = ...,
+        shots: int = ...,
+        select: str = ...,
+        generator_model: Optional[str] = ...,
+        endpoint: Optional[str] = ...,
+        api_model: Optional[str] = ...,
+        api_key: Optional[str] = ...,
+        timeout: float = ...,
+        api_context: int = ...,
+        temperature: float = ...,
+        top_p: float = ...,
+        seed: int = ...,
+        beams: Optional[int] = ...,
+        length_penalty: float = ...,
+        max_new_tokens: Optional[int] = ...,
+        stop: List[str] = ...,
+        repeat_penalty: float = ...,
+        on_token: Optional[Callable[[str], None]] = ...,
     ) -> Dict[str, Any]: ...
 
 def calibrate(

@@ -6,8 +6,9 @@ use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt_prob, print_table};
 use anyhow::Result;
 use clap::Args;
-use lector_generate::grounded::{Passage, Reading};
+use lector_generate::grounded::Passage;
 use lector_index::{DocumentStore, Index};
+use lector_pipeline::generative;
 use lector_pipeline::multihop::{Decomposition, LlmDecomposer};
 use lector_pipeline::{AskOptions, Built, Calibration, Response};
 use lector_reader::{ReadParams, WindowProbabilities};
@@ -15,7 +16,6 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 #[derive(Args)]
 pub struct AskArgs {
@@ -163,80 +163,61 @@ fn ask_options(args: &AskArgs, search: lector_index::SearchOptions) -> AskOption
 fn run_generative(args: &AskArgs) -> Result<()> {
     let prompting = args.prompt.load()?;
     let options = args.generator.options_for(&prompting)?;
-    let mut layout = prompting.layout(&args.question, Default::default())?;
-    let (passages, retrieve_ms) = if args.closed_book {
-        (None, 0.0)
-    } else {
-        let start = Instant::now();
-        let (passages, readings) = grounding(args)?;
-        layout.readings = readings;
-        (Some(passages), start.elapsed().as_secs_f64() * 1000.0)
+    let layout = prompting.layout(&args.question, Default::default())?;
+    // Opened before the generator loads, so that a missing index fails fast.
+    let pipeline = match args.closed_book {
+        true => None,
+        false => Some(open_pipeline_over(
+            args.store.open(&args.dir)?,
+            args.model.as_deref(),
+            &args.retrieval,
+            &args.rerank,
+        )?),
     };
     let generator = args.generator.load()?;
     let stream = !args.json;
     if stream {
         print!("answer: ");
     }
-    let answered = lector_generate::grounded::answer_with(
-        generator.as_ref(),
-        &args.question,
-        passages.as_deref(),
-        &options,
-        &layout,
-        &mut |piece| {
-            if stream {
-                print!("{piece}");
-                let _ = std::io::stdout().flush();
-            }
-            ControlFlow::Continue(())
-        },
-    )?;
+    let mut on_token = |piece: &str| {
+        if stream {
+            print!("{piece}");
+            let _ = std::io::stdout().flush();
+        }
+        ControlFlow::Continue(())
+    };
+    let generated = match pipeline {
+        None => generative::answer(
+            generator.as_ref(),
+            &args.question,
+            None,
+            &options,
+            layout,
+            &mut on_token,
+        )?,
+        Some(Built {
+            pipeline, search, ..
+        }) => pipeline.generate(
+            generator.as_ref(),
+            &args.question,
+            &ask_options(args, search),
+            &options,
+            layout,
+            &mut on_token,
+        )?,
+    };
     if args.json {
-        let mut out = serde_json::to_value(&answered)?;
-        // The answer as the user gets it (with lector's sentence naming the readings, if any).
-        out["text"] = answered.text().into();
-        out["generator"] = generator.name().into();
-        out["timings"]["retrieve_ms"] = retrieve_ms.into();
+        let out = generated.to_json(&generator.name());
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!();
-        crate::generate::print_answered(&answered, &generator.name(), retrieve_ms);
+        crate::generate::print_answered(
+            &generated.answered,
+            &generator.name(),
+            generated.retrieve_ms,
+        );
     }
     Ok(())
-}
-
-/// The passages a generated answer comes from, and the readings the prompt must name. On an
-/// index with a confidence map the reader reads the same passages first, so that when the
-/// documents disagree ([`lector_pipeline::ambiguity`]) the answer names every reading; without a
-/// map nothing can be flagged, and the reader is not loaded.
-fn grounding(args: &AskArgs) -> Result<(Vec<Passage>, Vec<Reading>)> {
-    let store = args.store.open(&args.dir)?;
-    let has_map = Calibration::load_from(&store)?.is_some_and(|c| c.confidence.is_some());
-    if !has_map {
-        let (search, embedder) = args.retrieval.config().resolve(&store, &notify)?;
-        let retriever = store.retriever(&search, embedder.as_deref())?;
-        let passages = passages_for(&args.rerank, retriever.as_ref(), &args.question, args.k)?;
-        return Ok((passages, Vec::new()));
-    }
-    let Built {
-        pipeline, search, ..
-    } = open_pipeline_over(store, args.model.as_deref(), &args.retrieval, &args.rerank)?;
-    let response = pipeline.ask(&args.question, &ask_options(args, search))?;
-    let passages = response
-        .passages
-        .iter()
-        .map(|p| Passage {
-            doc_id: p.hit.doc_id.clone(),
-            title: p.hit.title.clone(),
-            text: p.hit.text.clone(),
-        })
-        .collect();
-    let readings = response
-        .reading_passages()
-        .into_iter()
-        .map(|(text, passage)| Reading { text, passage })
-        .collect();
-    Ok((passages, readings))
 }
 
 /// The top `k` passages `retriever` gives `question`, reranked when --rerank is given, as the

@@ -7,6 +7,7 @@ use lector_generate::prompt::Prompting;
 use lector_generate::{
     Decoding, GenerateOptions, Generator, LocalGenerator, OpenAiConfig, OpenAiGenerator,
 };
+use lector_pipeline::generative::{DecodingSpec, EndpointSpec, GeneratorSpec};
 use lector_pipeline::prompting::PromptSpec;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -59,24 +60,49 @@ pub struct GeneratorArgs {
 }
 
 impl GeneratorArgs {
+    /// The generator asked for, as the library takes it.
+    pub fn spec(&self) -> Result<GeneratorSpec> {
+        let endpoint = match &self.endpoint {
+            None => None,
+            Some(url) => {
+                let model = self
+                    .api_model
+                    .clone()
+                    .context("--endpoint needs --api-model NAME")?;
+                if !(self.timeout.is_finite() && self.timeout > 0.0) {
+                    bail!("--timeout must be a positive number of seconds");
+                }
+                Some(EndpointSpec {
+                    api_key: self.api_key.clone(),
+                    timeout: Duration::from_secs_f64(self.timeout),
+                    context_window: self.api_context,
+                    ..EndpointSpec::new(url, &model)
+                })
+            }
+        };
+        Ok(GeneratorSpec {
+            local: self.generator_model.clone(),
+            endpoint,
+        })
+    }
+
+    /// The decoding asked for, as the library takes it.
+    pub fn decoding(&self) -> DecodingSpec {
+        DecodingSpec {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            seed: self.seed,
+            beams: self.beams,
+            length_penalty: self.length_penalty,
+            max_new_tokens: self.max_new_tokens,
+            stop: self.stop.clone(),
+            repeat_penalty: self.repeat_penalty,
+        }
+    }
+
     /// The generator asked for.
     pub fn load(&self) -> Result<Box<dyn Generator>> {
-        if let Some(url) = &self.endpoint {
-            let model = self
-                .api_model
-                .clone()
-                .context("--endpoint needs --api-model NAME")?;
-            if !(self.timeout.is_finite() && self.timeout > 0.0) {
-                bail!("--timeout must be a positive number of seconds");
-            }
-            let mut config = OpenAiConfig::new(url, &model);
-            config.api_key = self.api_key.clone();
-            config.request_timeout = Duration::from_secs_f64(self.timeout);
-            config.connect_timeout = config.request_timeout.min(Duration::from_secs(10));
-            config.context_window = self.api_context;
-            return Ok(Box::new(OpenAiGenerator::new(config)?));
-        }
-        Ok(Box::new(load_local(self.generator_model.as_deref())?))
+        Ok(self.spec()?.load(&crate::search::notify)?)
     }
 
     /// The decoding settings asked for.
@@ -87,26 +113,7 @@ impl GeneratorArgs {
     /// The decoding settings asked for, with the room `prompting`'s prompt asks for when
     /// --max-new-tokens is not given.
     pub fn options_for(&self, prompting: &Prompting) -> Result<GenerateOptions> {
-        let decoding = match (self.beams, self.temperature) {
-            (Some(beams), _) => Decoding::Beam {
-                beams,
-                length_penalty: self.length_penalty,
-            },
-            (None, 0.0) => Decoding::Greedy,
-            (None, temperature) => Decoding::Sample {
-                temperature,
-                top_p: self.top_p,
-                seed: self.seed,
-            },
-        };
-        let options = GenerateOptions {
-            decoding,
-            max_new_tokens: prompting.max_new_tokens(self.max_new_tokens),
-            stop: self.stop.clone(),
-            repeat_penalty: self.repeat_penalty,
-        };
-        options.validate()?;
-        Ok(options)
+        Ok(self.decoding().options_for(prompting)?)
     }
 }
 

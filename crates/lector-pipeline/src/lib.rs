@@ -40,6 +40,7 @@ pub mod calibrate;
 pub mod calibration;
 pub mod config;
 pub mod error;
+pub mod generative;
 pub mod multihop;
 pub mod odqa;
 pub mod prompting;

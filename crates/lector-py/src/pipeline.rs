@@ -4,12 +4,16 @@ use crate::index::{parse_filter, parse_mode, Index};
 use crate::reader::Reader;
 use crate::{bad_argument, from_py, serialized, OrRaise};
 use lector_index::{Filter, Hit};
+use lector_pipeline::generative::{self, DecodingSpec, EndpointSpec, GeneratorSpec};
+use lector_pipeline::prompting::{self, PromptSpec};
 use lector_pipeline::{AskOptions, Calibration, PipelineConfig, RerankConfig, RetrievalConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 type Snapshot = Arc<lector_index::Index>;
 
@@ -144,6 +148,127 @@ impl Pipeline {
                 .or_raise()
         })?;
         Ok(serialized(py, &response)?.unbind())
+    }
+
+    /// A generated answer to `question` as `lector ask --generate --json` gives it: the
+    /// passages this pipeline retrieves (reading them first on an index with a confidence map,
+    /// to name disagreeing readings), a prompt (`prompt`: a file or shipped name; few-shot
+    /// `examples`), the local GGUF `generator_model` or the `endpoint` model `api_model`
+    /// (`api_key`: default `$OPENAI_API_KEY`), decoded greedily at temperature 0, else sampled
+    /// with `seed`, or by `beams`; then citations and claims checked. `on_token` is called with
+    /// each piece of text as it is generated (returning nothing); an exception it raises stops
+    /// the generation and is raised here. `closed_book`: no retrieval.
+    #[pyo3(signature = (question, options = None, *, closed_book = false, prompt = None,
+        examples = None, shots = 3, select = "fixed", generator_model = None, endpoint = None,
+        api_model = None, api_key = None, timeout = 120.0, api_context = 8192, temperature = 0.0,
+        top_p = 1.0, seed = 0, beams = None, length_penalty = 1.0, max_new_tokens = None,
+        stop = Vec::new(), repeat_penalty = 1.0, on_token = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn generate(
+        &self,
+        py: Python<'_>,
+        question: String,
+        options: Option<Bound<'_, PyDict>>,
+        closed_book: bool,
+        prompt: Option<String>,
+        examples: Option<PathBuf>,
+        shots: usize,
+        select: &str,
+        generator_model: Option<PathBuf>,
+        endpoint: Option<String>,
+        api_model: Option<String>,
+        api_key: Option<String>,
+        timeout: f64,
+        api_context: usize,
+        temperature: f64,
+        top_p: f64,
+        seed: u64,
+        beams: Option<usize>,
+        length_penalty: f64,
+        max_new_tokens: Option<usize>,
+        stop: Vec<String>,
+        repeat_penalty: f32,
+        on_token: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let options = self.ask_options(options)?;
+        let endpoint = match (endpoint, api_model) {
+            (None, None) => None,
+            (Some(url), Some(model)) => {
+                if !(timeout.is_finite() && timeout > 0.0) {
+                    return Err(bad_argument("timeout must be a positive number of seconds"));
+                }
+                Some(EndpointSpec {
+                    api_key,
+                    timeout: Duration::from_secs_f64(timeout),
+                    context_window: api_context,
+                    ..EndpointSpec::new(&url, &model)
+                })
+            }
+            _ => return Err(bad_argument("endpoint and api_model go together")),
+        };
+        let spec = GeneratorSpec {
+            local: generator_model,
+            endpoint,
+        };
+        let decoding = DecodingSpec {
+            temperature,
+            top_p,
+            seed,
+            beams,
+            length_penalty,
+            max_new_tokens,
+            stop,
+            repeat_penalty,
+        };
+        let prompt_spec = PromptSpec {
+            prompt,
+            examples,
+            shots,
+            select: select.parse().map_err(bad_argument)?,
+            embedder: None,
+        };
+        let pipeline = self.current(py)?;
+        let mut raised: Option<PyErr> = None;
+        let out = py.detach(|| -> PyResult<serde_json::Value> {
+            let prompting =
+                prompting::load(&prompt_spec, &|m| eprintln!("{m}"), &mut |_, _| {}).or_raise()?;
+            let generation = decoding.options_for(&prompting).or_raise()?;
+            let layout = prompting.layout(&question, Default::default()).or_raise()?;
+            let generator = spec.load(&|m| eprintln!("{m}")).or_raise()?;
+            let mut tell = |piece: &str| match &on_token {
+                None => ControlFlow::Continue(()),
+                Some(callback) => Python::attach(|py| match callback.call1(py, (piece,)) {
+                    Ok(_) => ControlFlow::Continue(()),
+                    Err(err) => {
+                        raised = Some(err);
+                        ControlFlow::Break(())
+                    }
+                }),
+            };
+            let generated = match closed_book {
+                true => generative::answer(
+                    generator.as_ref(),
+                    &question,
+                    None,
+                    &generation,
+                    layout,
+                    &mut tell,
+                ),
+                false => pipeline.generate(
+                    generator.as_ref(),
+                    &question,
+                    &options,
+                    &generation,
+                    layout,
+                    &mut tell,
+                ),
+            };
+            Ok(generated.or_raise()?.to_json(&generator.name()))
+        });
+        if let Some(err) = raised {
+            return Err(err);
+        }
+        Ok(crate::to_py(py, &out?)?.unbind())
     }
 
     /// The index this pipeline answers from.

@@ -159,6 +159,7 @@ impl From<lector_pipeline::Error> for ApiError {
         match err {
             E::EmptyQuestion | E::Options(_) => ApiError::bad_request(err.to_string()),
             E::Index(err) => err.into(),
+            E::Generate(err) => err.into(),
             E::Reader(lector_reader::Error::Params(_)) => ApiError::bad_request(err.to_string()),
             _ => ApiError::internal(err.to_string()),
         }

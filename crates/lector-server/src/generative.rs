@@ -16,10 +16,10 @@ use axum::http::StatusCode;
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use lector_generate::grounded::{self, Layout, Passage, Reading};
+use lector_generate::grounded::Layout;
 use lector_generate::prompt::Prompt;
 use lector_generate::{Decoding, FinishReason, GenerateOptions, Generator, MAX_NEW_TOKENS};
-use lector_index::{Hit, SearchOptions};
+use lector_index::SearchOptions;
 use lector_pipeline::AskOptions;
 use lector_querylog::{AskRecord, AskSettings, Entry, LoggedAnswer, LoggedPassage, LoggedTimings};
 use serde_json::{json, Value};
@@ -173,25 +173,20 @@ fn answer(
     ask: &GenerativeAsk,
     reporter: &Reporter,
 ) -> Result<(Value, Vec<LoggedPassage>), ApiError> {
-    let start = Instant::now();
-    let (hits, layout) = grounding(state, ask)?;
-    let retrieve_ms = start.elapsed().as_secs_f64() * 1000.0;
-    let passages: Vec<Passage> = hits
-        .iter()
-        .map(|h| Passage {
-            doc_id: h.doc_id.clone(),
-            title: h.title.clone(),
-            text: h.text.clone(),
-        })
-        .collect();
-    let answered = grounded::answer_with(
+    let options = AskOptions {
+        search: Some(ask.search.clone()),
+        k: ask.k,
+        ..AskOptions::default()
+    };
+    let generated = state.pipeline().generate(
         generator,
         &ask.question,
-        Some(&passages),
+        &options,
         &ask.options,
-        &layout,
+        layout_with(ask),
         &mut |piece| reporter.token(piece),
     )?;
+    let (answered, hits, retrieve_ms) = (generated.answered, generated.hits, generated.retrieve_ms);
     let generation = &answered.generation;
     state.metrics.record_generation(
         finish_name(&generation.finish_reason),
@@ -233,38 +228,10 @@ fn answer(
     Ok((out, hits.iter().map(lector_querylog::logged).collect()))
 }
 
-/// The passages to answer from and how the prompt shows them. With a confidence map the
-/// extractive reader reads the same passages first, so that when the documents disagree
-/// ([`lector_pipeline::ambiguity`]) the answer names every reading; without one it only
-/// retrieves.
-fn grounding(state: &AppState, ask: &GenerativeAsk) -> Result<(Vec<Hit>, Layout), ApiError> {
-    let pipeline = state.pipeline();
-    let has_map = pipeline
-        .calibration()
-        .is_some_and(|c| c.confidence.is_some());
-    if !has_map {
-        let hits = pipeline.retrieve(&ask.question, &ask.search, ask.k)?;
-        return Ok((hits, layout_with(ask, Vec::new())));
-    }
-    let options = AskOptions {
-        search: Some(ask.search.clone()),
-        k: ask.k,
-        ..AskOptions::default()
-    };
-    let response = pipeline.ask(&ask.question, &options)?;
-    let readings = response
-        .reading_passages()
-        .into_iter()
-        .map(|(text, passage)| Reading { text, passage })
-        .collect();
-    let hits = response.passages.into_iter().map(|p| p.hit).collect();
-    Ok((hits, layout_with(ask, readings)))
-}
-
-fn layout_with(ask: &GenerativeAsk, readings: Vec<Reading>) -> Layout {
+/// How the prompt shows the passages (the grounding adds the readings it must name).
+fn layout_with(ask: &GenerativeAsk) -> Layout {
     Layout {
         prompt: Arc::clone(&ask.prompt),
-        readings,
         ..Layout::default()
     }
 }

@@ -28,11 +28,11 @@ import dataclasses
 import os
 import queue
 import threading
+import typing
 from typing import (
     Any,
     Callable,
     Dict,
-    Generator,
     Iterable,
     List,
     Mapping,
@@ -52,8 +52,10 @@ __all__ = [
     "Answer",
     "Candidate",
     "Document",
+    "Embedder",
     "Evidence",
     "GeneratedAnswer",
+    "Generator",
     "Hit",
     "Index",
     "LectorError",
@@ -375,6 +377,100 @@ def _sum_counts(a: Dict[str, int], b: Dict[str, int]) -> Dict[str, int]:
     return {k: b[k] if k in totals else a.get(k, 0) + b[k] for k in b}
 
 
+class Embedder:
+    """The sentence embedder of lector's dense indexes (all-MiniLM-L6-v2 unless ``model`` names
+    another checkpoint; fetched into the user cache on first use): unit-length vectors, so inner
+    products are cosine similarities. For frameworks that embed texts themselves
+    (:mod:`lector.llama_index`), and for documents' own vectors."""
+
+    def __init__(self, model: Optional[PathLike] = None) -> None:
+        self._inner = _lector.Embedder(None if model is None else os.fspath(model))
+
+    @property
+    def model(self) -> str:
+        """The model's name, as a dense index records it."""
+        return self._inner.model
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        return self._inner.dim
+
+    def embed(self, texts: Sequence[str]) -> List[List[float]]:
+        """One vector per text (as passages are embedded)."""
+        texts = _texts(texts)
+        return self._inner.embed(texts) if texts else []
+
+    def embed_queries(self, queries: Sequence[str]) -> List[List[float]]:
+        """One vector per query (as queries are embedded)."""
+        queries = _texts(queries)
+        return self._inner.embed_queries(queries) if queries else []
+
+    def __repr__(self) -> str:
+        return f"lector.Embedder({self.model!r})"
+
+
+def _texts(texts: Sequence[str]) -> List[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of str (for one text, use [text])")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        _check_str(f"texts[{i}]", text)
+    return texts
+
+
+class Generator:
+    """A text generator: the local GGUF ``model`` (default: the registry's SmolLM2-135M-Instruct,
+    fetched into the user cache on first use), or ``api_model`` behind the OpenAI-compatible
+    ``endpoint`` (``api_key``: default ``$OPENAI_API_KEY``). For frameworks that prompt a model
+    themselves (:mod:`lector.llama_index`); :meth:`Pipeline.generate` answers with evidence."""
+
+    def __init__(
+        self,
+        model: Optional[PathLike] = None,
+        *,
+        endpoint: Optional[str] = None,
+        api_model: Optional[str] = None,
+        api_key: Optional[str] = None,
+        timeout: float = 120.0,
+        api_context: int = 8192,
+    ) -> None:
+        self._inner = _lector.Generator(
+            None if model is None else os.fspath(model),
+            endpoint=endpoint,
+            api_model=api_model,
+            api_key=api_key,
+            timeout=timeout,
+            api_context=api_context,
+        )
+
+    @property
+    def name(self) -> str:
+        """The model's name."""
+        return self._inner.name
+
+    @property
+    def context_window(self) -> int:
+        """Prompt and generated tokens together, at most."""
+        return self._inner.context_window
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        on_token: Optional[Callable[[str], None]] = None,
+        **decoding: Any,
+    ) -> Dict[str, Any]:
+        """The assistant's reply to ``messages`` (``{"role", "content"}``; roles ``system``,
+        ``user``, ``assistant``) as ``{"text", "finish_reason", "timings"}``. ``decoding``:
+        ``temperature`` (0: greedy), ``top_p``, ``seed``, ``max_new_tokens``, ``stop``,
+        ``repeat_penalty``. ``on_token`` gets each piece of text as it is generated."""
+        return self._inner.chat([dict(m) for m in messages], on_token=on_token, **decoding)
+
+    def __repr__(self) -> str:
+        return f"lector.Generator({self.name!r})"
+
+
 class Reader:
     """The extractive reader: a BERT/RoBERTa/DistilBERT question-answering checkpoint, read with
     the windows, batching and span decoding of the Hugging Face question-answering pipeline.
@@ -438,6 +534,35 @@ class Reader:
 
     def __repr__(self) -> str:
         return f"lector.Reader({self.model_dir!r})"
+
+
+_T_done = TypeVar("_T_done")
+
+
+def _streamed(run: Callable[[Callable[[str], None]], _T_done]) -> typing.Generator[str, None, _T_done]:
+    """The pieces of text ``run`` hands its callback, as an iterator while ``run`` works in a
+    thread (lector releases the GIL); ``run``'s result is the iterator's return value, and its
+    exception is raised in the caller's thread."""
+    pieces: "queue.Queue[object]" = queue.Queue()
+    done = object()
+    outcome: Dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["result"] = run(pieces.put)
+        except BaseException as err:  # raised in the caller's thread below
+            outcome["error"] = err
+        finally:
+            pieces.put(done)
+
+    worker = threading.Thread(target=work, name="lector-generate", daemon=True)
+    worker.start()
+    while (piece := pieces.get()) is not done:
+        yield piece  # type: ignore[misc]
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 #: The keyword settings of :meth:`Pipeline.generate` that choose the prompt, generator and decoding.
@@ -568,30 +693,11 @@ class Pipeline:
         )
         return GeneratedAnswer._from(raw)
 
-    def stream(self, question: str, **settings: Any) -> Generator[str, None, GeneratedAnswer]:
+    def stream(self, question: str, **settings: Any) -> typing.Generator[str, None, GeneratedAnswer]:
         """:meth:`generate` as an iterator of the pieces of text as they are generated; the
         finished answer is the iterator's return value (``StopIteration.value``, or ``answer =
         yield from pipeline.stream(...)``)."""
-        pieces: "queue.Queue[object]" = queue.Queue()
-        done = object()
-        outcome: Dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                outcome["answer"] = self.generate(question, on_token=pieces.put, **settings)
-            except BaseException as err:  # raised in the caller's thread below
-                outcome["error"] = err
-            finally:
-                pieces.put(done)
-
-        worker = threading.Thread(target=work, name="lector-generate", daemon=True)
-        worker.start()
-        while (piece := pieces.get()) is not done:
-            yield piece  # type: ignore[misc]
-        worker.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        return outcome["answer"]
+        return _streamed(lambda on_token: self.generate(question, on_token=on_token, **settings))
 
     def read_passages(self, question: str, hits: Sequence[Union[Hit, Mapping[str, Any]]], **options: Any) -> Response:
         """Reads passages found by another retriever (best first) and aggregates their answers as

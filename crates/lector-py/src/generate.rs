@@ -3,12 +3,14 @@
 
 use crate::{serialized, OrRaise};
 use lector_generate::evaluate::GoldRun;
-use lector_generate::{Decoding, GenerateOptions, Generator};
+use lector_generate::{Decoding, GenerateOptions, Generator as _, Message};
+use lector_pipeline::generative::{DecodingSpec, EndpointSpec, GeneratorSpec};
 use lector_pipeline::odqa;
 use lector_pipeline::prompting::{self, PromptSpec};
 use pyo3::prelude::*;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Generated answers scored as `lector eval generative --json --no-reader` scores them: `data` a
 /// SQuAD file (open book: each answerable question with its gold paragraph, unless
@@ -145,4 +147,163 @@ pub fn generate_questions(
     })?;
     bar.finish_and_clear();
     Ok(serialized(py, &out)?.unbind())
+}
+
+/// The generator a call names: the local GGUF `model` (`None`: the registry's), or `api_model`
+/// behind the OpenAI-compatible `endpoint`.
+pub(crate) fn generator_spec(
+    model: Option<PathBuf>,
+    endpoint: Option<String>,
+    api_model: Option<String>,
+    api_key: Option<String>,
+    timeout: f64,
+    api_context: usize,
+) -> PyResult<GeneratorSpec> {
+    let endpoint = match (endpoint, api_model) {
+        (None, None) => None,
+        (Some(url), Some(name)) => {
+            if !(timeout.is_finite() && timeout > 0.0) {
+                return Err(crate::bad_argument(
+                    "timeout must be a positive number of seconds",
+                ));
+            }
+            Some(EndpointSpec {
+                api_key,
+                timeout: Duration::from_secs_f64(timeout),
+                context_window: api_context,
+                ..EndpointSpec::new(&url, &name)
+            })
+        }
+        _ => return Err(crate::bad_argument("endpoint and api_model go together")),
+    };
+    Ok(GeneratorSpec {
+        local: model,
+        endpoint,
+    })
+}
+
+/// A Python callable given each generated piece of text (with the GIL); an exception it raises
+/// stops the generation and is kept to be raised once the call returns.
+pub(crate) struct TokenCallback {
+    callback: Option<Py<PyAny>>,
+    raised: Option<PyErr>,
+}
+
+impl TokenCallback {
+    pub(crate) fn new(callback: Option<Py<PyAny>>) -> Self {
+        TokenCallback {
+            callback,
+            raised: None,
+        }
+    }
+
+    /// Hands `piece` to the callable; `Break` once it raised.
+    pub(crate) fn tell(&mut self, piece: &str) -> ControlFlow<()> {
+        let Some(callback) = &self.callback else {
+            return ControlFlow::Continue(());
+        };
+        Python::attach(|py| match callback.call1(py, (piece,)) {
+            Ok(_) => ControlFlow::Continue(()),
+            Err(err) => {
+                self.raised = Some(err);
+                ControlFlow::Break(())
+            }
+        })
+    }
+
+    /// `result`, unless the callable raised: then its exception.
+    pub(crate) fn finish<T>(self, result: PyResult<T>) -> PyResult<T> {
+        match self.raised {
+            Some(err) => Err(err),
+            None => result,
+        }
+    }
+}
+
+/// A loaded text generator (a local GGUF model or an endpoint's model), for frameworks that
+/// prompt a model themselves.
+#[pyclass(module = "lector._lector", frozen)]
+pub struct Generator {
+    inner: Box<dyn lector_generate::Generator>,
+}
+
+#[pymethods]
+impl Generator {
+    /// Loads the local GGUF `model` (`None`: the registry's SmolLM2-135M-Instruct, fetched
+    /// into the user cache on first use), or names `api_model` behind `endpoint`.
+    #[new]
+    #[pyo3(signature = (model = None, *, endpoint = None, api_model = None, api_key = None,
+        timeout = 120.0, api_context = 8192))]
+    fn new(
+        py: Python<'_>,
+        model: Option<PathBuf>,
+        endpoint: Option<String>,
+        api_model: Option<String>,
+        api_key: Option<String>,
+        timeout: f64,
+        api_context: usize,
+    ) -> PyResult<Self> {
+        let spec = generator_spec(model, endpoint, api_model, api_key, timeout, api_context)?;
+        let inner = py.detach(|| spec.load(&|m| eprintln!("{m}")).or_raise())?;
+        Ok(Generator { inner })
+    }
+
+    /// The model's name.
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    /// The context window in tokens.
+    #[getter]
+    fn context_window(&self) -> usize {
+        self.inner.context_window()
+    }
+
+    /// The assistant's reply to `messages` (dicts `{role, content}`) as a dict `{text,
+    /// finish_reason, timings}`: greedy at temperature 0, else sampled with `seed`; `on_token`
+    /// gets each piece as it is generated.
+    #[pyo3(signature = (messages, *, temperature = 0.0, top_p = 1.0, seed = 0,
+        max_new_tokens = None, stop = Vec::new(), repeat_penalty = 1.0, on_token = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn chat(
+        &self,
+        py: Python<'_>,
+        messages: Vec<Bound<'_, PyAny>>,
+        temperature: f64,
+        top_p: f64,
+        seed: u64,
+        max_new_tokens: Option<usize>,
+        stop: Vec<String>,
+        repeat_penalty: f32,
+        on_token: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let messages = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let at = format!("messages[{i}]");
+                serde_json::from_value::<Message>(crate::from_py(m, &at)?)
+                    .map_err(|e| crate::bad_argument(format!("{at}: {e}")))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let decoding = DecodingSpec {
+            temperature,
+            top_p,
+            seed,
+            max_new_tokens,
+            stop,
+            repeat_penalty,
+            ..DecodingSpec::default()
+        };
+        let options = decoding.options_for(&Default::default()).or_raise()?;
+        let mut callback = TokenCallback::new(on_token);
+        let generated = py.detach(|| {
+            self.inner
+                .generate(&messages, &options, &mut |piece| callback.tell(piece))
+                .or_raise()
+        });
+        let generation = callback.finish(generated)?;
+        Ok(serialized(py, &generation)?.unbind())
+    }
 }

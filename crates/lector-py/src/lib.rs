@@ -16,6 +16,7 @@ use serde_json::{Map, Number, Value};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod calibrate;
+mod embedder;
 mod eval;
 mod generate;
 mod index;
@@ -192,6 +193,8 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<index::Index>()?;
     m.add_class::<reader::Reader>()?;
     m.add_class::<pipeline::Pipeline>()?;
+    m.add_class::<embedder::Embedder>()?;
+    m.add_class::<generate::Generator>()?;
     m.add_function(wrap_pyfunction!(calibrate::calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(eval::squad, m)?)?;
     m.add_function(wrap_pyfunction!(eval::odqa, m)?)?;

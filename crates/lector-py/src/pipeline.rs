@@ -4,16 +4,14 @@ use crate::index::{parse_filter, parse_mode, Index};
 use crate::reader::Reader;
 use crate::{bad_argument, from_py, serialized, OrRaise};
 use lector_index::{Filter, Hit};
-use lector_pipeline::generative::{self, DecodingSpec, EndpointSpec, GeneratorSpec};
+use lector_pipeline::generative::{self, DecodingSpec};
 use lector_pipeline::prompting::{self, PromptSpec};
 use lector_pipeline::{AskOptions, Calibration, PipelineConfig, RerankConfig, RetrievalConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 type Snapshot = Arc<lector_index::Index>;
 
@@ -191,25 +189,14 @@ impl Pipeline {
         on_token: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let options = self.ask_options(options)?;
-        let endpoint = match (endpoint, api_model) {
-            (None, None) => None,
-            (Some(url), Some(model)) => {
-                if !(timeout.is_finite() && timeout > 0.0) {
-                    return Err(bad_argument("timeout must be a positive number of seconds"));
-                }
-                Some(EndpointSpec {
-                    api_key,
-                    timeout: Duration::from_secs_f64(timeout),
-                    context_window: api_context,
-                    ..EndpointSpec::new(&url, &model)
-                })
-            }
-            _ => return Err(bad_argument("endpoint and api_model go together")),
-        };
-        let spec = GeneratorSpec {
-            local: generator_model,
+        let spec = crate::generate::generator_spec(
+            generator_model,
             endpoint,
-        };
+            api_model,
+            api_key,
+            timeout,
+            api_context,
+        )?;
         let decoding = DecodingSpec {
             temperature,
             top_p,
@@ -228,23 +215,14 @@ impl Pipeline {
             embedder: None,
         };
         let pipeline = self.current(py)?;
-        let mut raised: Option<PyErr> = None;
+        let mut callback = crate::generate::TokenCallback::new(on_token);
         let out = py.detach(|| -> PyResult<serde_json::Value> {
             let prompting =
                 prompting::load(&prompt_spec, &|m| eprintln!("{m}"), &mut |_, _| {}).or_raise()?;
             let generation = decoding.options_for(&prompting).or_raise()?;
             let layout = prompting.layout(&question, Default::default()).or_raise()?;
             let generator = spec.load(&|m| eprintln!("{m}")).or_raise()?;
-            let mut tell = |piece: &str| match &on_token {
-                None => ControlFlow::Continue(()),
-                Some(callback) => Python::attach(|py| match callback.call1(py, (piece,)) {
-                    Ok(_) => ControlFlow::Continue(()),
-                    Err(err) => {
-                        raised = Some(err);
-                        ControlFlow::Break(())
-                    }
-                }),
-            };
+            let mut tell = |piece: &str| callback.tell(piece);
             let generated = match closed_book {
                 true => generative::answer(
                     generator.as_ref(),
@@ -265,10 +243,8 @@ impl Pipeline {
             };
             Ok(generated.or_raise()?.to_json(&generator.name()))
         });
-        if let Some(err) = raised {
-            return Err(err);
-        }
-        Ok(crate::to_py(py, &out?)?.unbind())
+        let out = callback.finish(out)?;
+        Ok(crate::to_py(py, &out)?.unbind())
     }
 
     /// The index this pipeline answers from.

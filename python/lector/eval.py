@@ -233,7 +233,8 @@ def adversarial(
 def equivalence(items: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     """Judges free-form answers as ``lector eval equivalence`` does. Each item is a dict
     ``{"answer", "golds": [...], "question"?, "context"?, "label"?}``. Returns ``items``: per item
-    ``exact_match``, ``equivalent`` (the same meaning by rules: numbers, dates, units, acronyms),
+    ``exact_match`` and ``f1`` (SQuAD's, against the best gold), ``equivalent`` (the same meaning by
+    rules: numbers, dates, units, acronyms),
     ``key_fact`` (a gold answer inside the answer as whole tokens) and ``answer_tokens``; and
     ``agreement``: where items carry a person's ``label``, each verdict's ``precision``,
     ``recall``, ``accuracy`` and ``kappa`` against the labels."""

@@ -9,7 +9,11 @@
   with each ``DuplicatePolicy``, filter with Haystack's filter semantics, count, delete), with
   documents' embeddings kept (as float32) for dense search;
 - :class:`LectorBM25Retriever`, :class:`LectorEmbeddingRetriever`, :class:`LectorHybridRetriever`:
-  whole documents from a :class:`LectorDocumentStore`, each scored by its best passage.
+  whole documents from a :class:`LectorDocumentStore`, each scored by its best passage;
+- :class:`LectorGenerator`: lector's generator (a local GGUF model or an endpoint) for Haystack's
+  prompts;
+- :class:`LectorAnswerEvaluator`: lector's answer metrics (SQuAD exact match and F1, rule-based
+  equivalence, key fact) as a Haystack evaluator.
 
 >>> from haystack import Pipeline
 >>> from lector.haystack import LectorReader, LectorRetriever
@@ -22,10 +26,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from haystack import Document, component, default_from_dict, default_to_dict
-from haystack.dataclasses import ExtractedAnswer
+from haystack.dataclasses import ExtractedAnswer, StreamingChunk
 from haystack.document_stores.errors import DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy, FilterPolicy, apply_filter_policy
 from haystack.errors import FilterError
@@ -33,9 +37,11 @@ from haystack.errors import FilterError
 import lector
 
 __all__ = [
+    "LectorAnswerEvaluator",
     "LectorBM25Retriever",
     "LectorDocumentStore",
     "LectorEmbeddingRetriever",
+    "LectorGenerator",
     "LectorHybridRetriever",
     "LectorReader",
     "LectorRetriever",
@@ -424,3 +430,99 @@ def _check_lists(condition: Any) -> None:
         raise FilterError(f"`{condition['operator']}` needs a list value, not {type(condition.get('value')).__name__}")
     for inner in condition.get("conditions", []) if isinstance(condition.get("conditions"), list) else []:
         _check_lists(inner)
+
+
+@component
+class LectorGenerator:
+    """lector's text generator as a Haystack generator: the reply to a prompt (one user message),
+    from the local GGUF ``model`` (default: the registry's SmolLM2-135M-Instruct) or ``api_model``
+    behind ``endpoint`` (key: ``$OPENAI_API_KEY``). ``generation_kwargs``: ``temperature`` (0:
+    greedy), ``top_p``, ``seed``, ``max_new_tokens``, ``stop``, ``repeat_penalty``.
+    ``streaming_callback`` gets each piece as a ``StreamingChunk``."""
+
+    def __init__(
+        self,
+        model: Optional[str] = None,
+        endpoint: Optional[str] = None,
+        api_model: Optional[str] = None,
+        generation_kwargs: Optional[Dict[str, Any]] = None,
+        streaming_callback: Optional[Callable[[StreamingChunk], None]] = None,
+    ) -> None:
+        self.model = model
+        self.endpoint = endpoint
+        self.api_model = api_model
+        self.generation_kwargs = dict(generation_kwargs or {})
+        self.streaming_callback = streaming_callback
+        self._generator: Optional[lector.Generator] = None
+
+    def warm_up(self) -> None:
+        """Loads the model (Haystack calls this before the first run)."""
+        if self._generator is None:
+            self._generator = lector.Generator(self.model, endpoint=self.endpoint, api_model=self.api_model)
+
+    def to_dict(self) -> Dict[str, Any]:
+        # A callback is code, not configuration: it is not serialized.
+        return default_to_dict(
+            self, model=self.model, endpoint=self.endpoint, api_model=self.api_model,
+            generation_kwargs=self.generation_kwargs,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "LectorGenerator":
+        return default_from_dict(cls, data)
+
+    @component.output_types(replies=List[str], meta=List[Dict[str, Any]])
+    def run(self, prompt: str, generation_kwargs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """The model's reply to ``prompt``, with its finish reason and timings as ``meta``."""
+        self.warm_up()
+        assert self._generator is not None
+        settings = {**self.generation_kwargs, **(generation_kwargs or {})}
+        callback = self.streaming_callback
+        on_token = None if callback is None else (lambda piece: callback(StreamingChunk(content=piece)))
+        reply = self._generator.chat([{"role": "user", "content": prompt}], on_token=on_token, **settings)
+        meta = {"model": self._generator.name, "finish_reason": reply["finish_reason"], "timings": reply["timings"]}
+        return {"replies": [reply["text"]], "meta": [meta]}
+
+
+#: The metrics :class:`LectorAnswerEvaluator` reports, as ``lector eval equivalence`` names them.
+ANSWER_METRICS = ("exact_match", "f1", "equivalent", "key_fact")
+
+
+@component
+class LectorAnswerEvaluator:
+    """lector's answer metrics as a Haystack evaluator: for each predicted answer against its
+    ground truths, ``metric`` is SQuAD's ``exact_match`` or ``f1`` (the official normalisation),
+    ``equivalent`` (the same meaning by rules: numbers, dates, units, acronyms; Haystack's
+    exact match would miss them) or ``key_fact`` (a ground truth inside the answer as whole
+    tokens, for verbose generated answers). ``score`` is the mean; ``answer_tokens`` says how long
+    the answers were, so that verbosity cannot game ``key_fact``."""
+
+    def __init__(self, metric: str = "f1") -> None:
+        if metric not in ANSWER_METRICS:
+            raise ValueError(f"metric must be one of {', '.join(ANSWER_METRICS)}, not {metric!r}")
+        self.metric = metric
+
+    def to_dict(self) -> Dict[str, Any]:
+        return default_to_dict(self, metric=self.metric)
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "LectorAnswerEvaluator":
+        return default_from_dict(cls, data)
+
+    @component.output_types(score=float, individual_scores=List[float], answer_tokens=List[int])
+    def run(self, ground_truth_answers: List[Any], predicted_answers: List[Optional[str]]) -> Dict[str, Any]:
+        """Scores each of ``predicted_answers`` against its ground truth (a string or a list of
+        acceptable strings); a missing prediction (``None``) scores 0."""
+        if len(ground_truth_answers) != len(predicted_answers):
+            raise ValueError("ground_truth_answers and predicted_answers must have the same length")
+        items = [
+            {"answer": answer or "", "golds": [golds] if isinstance(golds, str) else list(golds)}
+            for golds, answer in zip(ground_truth_answers, predicted_answers)
+        ]
+        judged = lector.eval.equivalence(items)["items"] if items else []
+        scores = [float(j[self.metric]) for j in judged]
+        return {
+            "score": sum(scores) / len(scores) if scores else 0.0,
+            "individual_scores": scores,
+            "answer_tokens": [j["answer_tokens"] for j in judged],
+        }

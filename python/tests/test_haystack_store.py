@@ -137,3 +137,52 @@ def test_embedding_and_hybrid_retrievers_with_the_documents_own_vectors(tmp_path
     assert {d.id for d in fused} == {"a", "b", "c"} and fused[0].id in ("a", "c")
     with pytest.raises(Exception, match="FilterError|ISO 8601"):
         dense.run(query_embedding=[0.0, 1.0], filters={"field": "meta.kind", "operator": ">", "value": "pet"})
+
+
+def test_a_haystack_rag_pipeline_on_lectors_parts_scored_by_lectors_metrics(tmp_path, sample):
+    from haystack import Pipeline
+    from haystack.components.builders import AnswerBuilder, PromptBuilder
+    from lector.haystack import LectorAnswerEvaluator, LectorBM25Retriever, LectorGenerator
+
+    store = LectorDocumentStore(index=str(tmp_path / "index"))
+    store.write_documents(sample_paragraphs(sample))
+    template = (
+        "Answer the question from the passages in a few words.\n"
+        "{% for d in documents %}Passage: {{ d.content }}\n{% endfor %}Question: {{ query }}\nAnswer:"
+    )
+    rag = Pipeline()
+    rag.add_component("retriever", LectorBM25Retriever(document_store=store, top_k=2))
+    rag.add_component("prompt", PromptBuilder(template=template, required_variables=["query", "documents"]))
+    chunks = []
+    rag.add_component("llm", LectorGenerator(generation_kwargs={"max_new_tokens": 24}, streaming_callback=chunks.append))
+    rag.add_component("answers", AnswerBuilder())
+    rag.connect("retriever.documents", "prompt.documents")
+    rag.connect("prompt.prompt", "llm.prompt")
+    rag.connect("llm.replies", "answers.replies")
+    rag.connect("llm.meta", "answers.meta")
+    rag.connect("retriever.documents", "answers.documents")
+    qas = [qa for p in sample["data"][0]["paragraphs"][:3] for qa in p["qas"][:2]]
+    predicted, golds = [], []
+    for qa in qas:
+        q = qa["question"]
+        out = rag.run({"retriever": {"query": q}, "prompt": {"query": q}, "answers": {"query": q}})
+        answer = out["answers"]["answers"][0]
+        assert answer.meta["model"] and answer.documents
+        predicted.append(answer.data)
+        golds.append([a["text"] for a in qa["answers"]])
+    assert "".join(c.content for c in chunks).strip()  # streamed as it was generated
+
+    scores = {m: LectorAnswerEvaluator(metric=m).run(golds, predicted) for m in ("exact_match", "f1", "equivalent", "key_fact")}
+    direct = lector.eval.equivalence([{"answer": p, "golds": g} for p, g in zip(predicted, golds)])["items"]
+    for metric, result in scores.items():
+        assert result["individual_scores"] == [float(j[metric]) for j in direct]
+        assert result["score"] == pytest.approx(sum(result["individual_scores"]) / len(qas))
+    assert scores["equivalent"]["score"] >= scores["exact_match"]["score"]
+    # What exact match misses and the rules see.
+    rules = LectorAnswerEvaluator(metric="equivalent").run([["3"], "February 7, 2016"], ["three", "7 February 2016"])
+    assert rules["individual_scores"] == [1.0, 1.0]
+    verbose = LectorAnswerEvaluator(metric="key_fact").run(["1996"], ["It was founded in 1996."])
+    assert verbose["individual_scores"] == [1.0] and verbose["answer_tokens"] == [5]
+    assert LectorAnswerEvaluator(metric="exact_match").run([["3"]], ["three"])["score"] == 0.0
+    with pytest.raises(ValueError, match="metric"):
+        LectorAnswerEvaluator(metric="bleu")

@@ -112,10 +112,12 @@ pub struct Agreement {
     pub kappa: Option<f64>,
 }
 
-/// An item's verdicts: SQuAD's exact match beside the rule-based ones.
+/// An item's verdicts: SQuAD's exact match and F1 beside the rule-based ones.
 #[derive(Debug, Clone, Serialize)]
 pub struct Judged {
     pub exact_match: bool,
+    /// SQuAD's token F1 against the best gold answer (0 to 1).
+    pub f1: f64,
     #[serde(flatten)]
     pub verdict: Verdict,
 }
@@ -126,6 +128,9 @@ pub fn judge_all(items: &[Item]) -> Vec<Judged> {
         .iter()
         .map(|item| Judged {
             exact_match: item.exact_match(),
+            f1: (item.golds.iter())
+                .map(|gold| crate::squad::answer_f1(&item.answer, gold))
+                .fold(0.0, f64::max),
             verdict: item.judge(),
         })
         .collect()

@@ -219,6 +219,9 @@ class Response:
     passages: List[Dict[str, Any]]
     timings: Dict[str, float]
     raw: Dict[str, Any] = dataclasses.field(repr=False, compare=False)
+    #: Multi-hop asks (``hops=2``): the question's kind, the passage pairs read and the chain of
+    #: sub-answers, as ``lector ask --hops 2 --json`` gives them.
+    hops: Optional[Dict[str, Any]] = None
 
     @classmethod
     def _from(cls, r: Mapping[str, Any]) -> "Response":
@@ -565,6 +568,11 @@ def _streamed(run: Callable[[Callable[[str], None]], _T_done]) -> typing.Generat
     return outcome["result"]
 
 
+#: The keyword settings of a multi-hop :meth:`Pipeline.ask`.
+_HOP_SETTINGS = (
+    "second_hop", "beam", "paths", "stop_confidence", "decompose", "generator_model", "endpoint", "api_model",
+)
+
 #: The keyword settings of :meth:`Pipeline.generate` that choose the prompt, generator and decoding.
 _GENERATION_SETTINGS = (
     "prompt", "examples", "shots", "select", "generator_model", "endpoint", "api_model", "api_key",
@@ -642,11 +650,24 @@ class Pipeline:
             rerank_depth=rerank_depth,
         )
 
-    def ask(self, question: str, *, k: int = 5, **options: Any) -> Response:
+    def ask(self, question: str, *, k: int = 5, hops: int = 1, **options: Any) -> Response:
         """Answers ``question`` from the best ``k`` passages. ``options``: ``filter`` (added to
         the pipeline's), ``vote`` (add up equal answers' scores), ``answers_per_passage`` (3),
-        ``rank_prior`` (2.0), ``prefer_recent``, ``ambiguity_odds`` (3.0), as for ``lector ask``."""
-        return self.ask_many([question], k=k, **options)[0]
+        ``rank_prior`` (2.0), ``prefer_recent``, ``ambiguity_odds`` (3.0), as for ``lector ask``.
+
+        ``hops=2`` asks a multi-hop question as ``lector ask --hops 2`` does (the chain in
+        :attr:`Response.hops`), with ``second_hop`` (``"lexical"``, ``"dense"``, ``"both"``),
+        ``beam``, ``paths``, ``stop_confidence``, ``decompose`` (``"rules"``, ``"llm"``,
+        ``"none"``; ``llm`` with ``generator_model`` or ``endpoint`` + ``api_model``)."""
+        if hops == 1:
+            return self.ask_many([question], k=k, **options)[0]
+        if hops != 2:
+            raise ValueError(f"hops must be 1 or 2, not {hops}")
+        _check_str("question", question)
+        settings = {key: options.pop(key) for key in _HOP_SETTINGS if key in options}
+        if settings.get("generator_model") is not None:
+            settings["generator_model"] = os.fspath(settings["generator_model"])
+        return Response._from(self._inner.ask_hops(question, dict(options, k=k), **settings))
 
     def ask_many(
         self, questions: Sequence[str], *, k: int = 5, progress: bool = False, **options: Any

@@ -92,6 +92,12 @@ class Pipeline:
     def answer_passages(
         self, question: str, hits: Sequence[Mapping[str, Any]], options: Optional[Dict[str, Any]] = ...
     ) -> Dict[str, Any]: ...
+    def ask_hops(
+        self, question: str, options: Optional[Dict[str, Any]] = ..., *, second_hop: str = ...,
+        beam: Optional[int] = ..., paths: Optional[int] = ..., stop_confidence: Optional[float] = ...,
+        decompose: str = ..., generator_model: Optional[str] = ..., endpoint: Optional[str] = ...,
+        api_model: Optional[str] = ...,
+    ) -> Dict[str, Any]: ...
     def generate(
         self,
         question: str,

@@ -60,6 +60,21 @@ pub enum SecondHop {
     Both,
 }
 
+impl std::str::FromStr for SecondHop {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "lexical" => Ok(SecondHop::Lexical),
+            "dense" => Ok(SecondHop::Dense),
+            "both" => Ok(SecondHop::Both),
+            other => Err(format!(
+                "unknown second hop `{other}`: use lexical, dense or both"
+            )),
+        }
+    }
+}
+
 /// Multi-hop settings ([`Pipeline::ask_hops`]).
 #[derive(Debug, Clone)]
 pub struct HopOptions {

@@ -5,6 +5,7 @@ use crate::reader::Reader;
 use crate::{bad_argument, from_py, serialized, OrRaise};
 use lector_index::{Filter, Hit};
 use lector_pipeline::generative::{self, DecodingSpec};
+use lector_pipeline::multihop::{Decomposition, HopOptions, LlmDecomposer};
 use lector_pipeline::prompting::{self, PromptSpec};
 use lector_pipeline::{AskOptions, Calibration, PipelineConfig, RerankConfig, RetrievalConfig};
 use pyo3::exceptions::PyValueError;
@@ -245,6 +246,67 @@ impl Pipeline {
         });
         let out = callback.finish(out)?;
         Ok(crate::to_py(py, &out)?.unbind())
+    }
+
+    /// Answers a multi-hop question as `lector ask --hops 2 --json` does: a second retrieval
+    /// hop from the first hop's passages (`second_hop`: lexical, dense or both; `beam` passages
+    /// expanded, `paths` passage pairs read; `stop_confidence` stops after hop 1), bridge
+    /// questions split by `decompose` (rules, llm or none; llm with the local
+    /// `generator_model` or `api_model` behind `endpoint`). The response's `hops` holds the
+    /// chain.
+    #[pyo3(signature = (question, options = None, *, second_hop = "lexical", beam = None,
+        paths = None, stop_confidence = None, decompose = "rules", generator_model = None,
+        endpoint = None, api_model = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn ask_hops(
+        &self,
+        py: Python<'_>,
+        question: String,
+        options: Option<Bound<'_, PyDict>>,
+        second_hop: &str,
+        beam: Option<usize>,
+        paths: Option<usize>,
+        stop_confidence: Option<f64>,
+        decompose: &str,
+        generator_model: Option<PathBuf>,
+        endpoint: Option<String>,
+        api_model: Option<String>,
+    ) -> PyResult<Py<PyAny>> {
+        let options = self.ask_options(options)?;
+        let defaults = HopOptions::default();
+        let hops = HopOptions {
+            second_hop: second_hop.parse().map_err(bad_argument)?,
+            beam: beam.unwrap_or(defaults.beam),
+            paths: paths.unwrap_or(defaults.paths),
+            stop_confidence,
+            ..defaults
+        };
+        let decomposition: Decomposition = decompose.parse().map_err(bad_argument)?;
+        let spec = match decomposition {
+            Decomposition::Llm => Some(crate::generate::generator_spec(
+                generator_model,
+                endpoint,
+                api_model,
+                None,
+                120.0,
+                8192,
+            )?),
+            _ => None,
+        };
+        let pipeline = self.current(py)?;
+        let response = py.detach(|| {
+            let llm = match &spec {
+                Some(spec) => Some(LlmDecomposer::new(Arc::from(
+                    spec.load(&|m| eprintln!("{m}")).or_raise()?,
+                ))),
+                None => None,
+            };
+            let decomposer = decomposition.decomposer(llm.as_ref());
+            pipeline
+                .ask_hops_with(&question, &options, &hops, decomposer)
+                .or_raise()
+        })?;
+        Ok(serialized(py, &response)?.unbind())
     }
 
     /// The index this pipeline answers from.

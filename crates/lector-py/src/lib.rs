@@ -21,6 +21,7 @@ mod eval;
 mod generate;
 mod index;
 mod pipeline;
+mod querylog;
 mod reader;
 
 create_exception!(
@@ -206,5 +207,8 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eval::retrieval, m)?)?;
     m.add_function(wrap_pyfunction!(eval::hotpot, m)?)?;
     m.add_function(wrap_pyfunction!(eval::shared_data, m)?)?;
+    m.add_function(wrap_pyfunction!(querylog::read_log, m)?)?;
+    m.add_function(wrap_pyfunction!(querylog::read_labels, m)?)?;
+    m.add_function(wrap_pyfunction!(querylog::export_labels, m)?)?;
     Ok(())
 }

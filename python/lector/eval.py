@@ -10,7 +10,9 @@
 - :func:`equivalence`: rule-based answer equivalence and key-fact match of free-form answers
   (``lector eval equivalence``);
 - :func:`compare`: two systems on the same questions, paired bootstrap and randomisation test
-  (``lector eval compare``).
+  (``lector eval compare``);
+- :func:`bertscore`: BERTScore with a local encoder, as the ``bert-score`` package
+  (``lector eval bertscore``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "compare", "equivalence", "generative", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "compare", "equivalence", "generative", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -239,3 +241,29 @@ def equivalence(items: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
     ``agreement``: where items carry a person's ``label``, each verdict's ``precision``,
     ``recall``, ``accuracy`` and ``kappa`` against the labels."""
     return _lector.equivalence([dict(item) for item in items])
+
+
+def bertscore(
+    items: Sequence[Mapping[str, Any]],
+    model: Union[str, "os.PathLike[str]"],
+    *,
+    layer: Optional[int] = None,
+    idf: bool = False,
+    baseline: Optional[Union[str, "os.PathLike[str]"]] = None,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    per_item: bool = False,
+) -> Dict[str, Any]:
+    """BERTScore of ``items`` (``{"id"?, "candidate", "references": [...]}`` or ``"reference"``)
+    with the encoder checkpoint ``model``, identical to the ``bert-score`` package for the same
+    model, layer and settings, as ``lector eval bertscore --json`` reports it: the settings
+    (``model``, ``layer`` of ``layers``, ``idf``, ``baseline``, ``products``) and ``precision``,
+    ``recall``, ``f1`` as ``{mean, low, high}`` at ``confidence``. ``layer``: default the
+    package's tuned layer for a model it knows, else the last. With ``per_item``, each item's
+    ``{id, precision, recall, f1}`` under ``per_item``."""
+    return _lector.bertscore(
+        [dict(item) for item in items], os.fspath(model), layer=layer, idf=idf,
+        baseline=None if baseline is None else os.fspath(baseline), resamples=resamples,
+        confidence=confidence, seed=seed, per_item=per_item,
+    )

@@ -6,7 +6,7 @@ import threading
 import pytest
 
 import lector
-from conftest import SAMPLE, run_cli
+from conftest import REPO, SAMPLE, run_cli
 
 
 def sample_pairs(sample):
@@ -295,3 +295,25 @@ def test_generate_questions_gives_the_clis_set(lector_bin, odqa, tmp_path):
     assert report["kept"] > 0
     with pytest.raises(ValueError, match="min_f1"):
         lector.generate_questions(pipeline, min_f1=2.0)
+
+
+def test_bertscore_equals_the_cli_and_the_package(lector_bin, tmp_path):
+    """`lector.eval.bertscore` gives `lector eval bertscore --json`'s numbers, and every item's
+    scores equal the `bert-score` package's recorded run (tiny BERT, layer 2, idf, baseline)."""
+    fixtures = REPO / "crates" / "lector-cli" / "tests" / "fixtures" / "bertscore"
+    model = REPO / "crates" / "lector-models" / "tests" / "fixtures" / "tiny-bert"
+    reference = json.loads((fixtures / "tiny-bert-L2-idf-baseline.json").read_text())
+    items = [json.loads(line) for line in (fixtures / "items.jsonl").read_text().splitlines() if line.strip()]
+    baseline = fixtures / reference["baseline"]
+    report = lector.eval.bertscore(items, model, layer=2, idf=True, baseline=baseline, per_item=True)
+    cli = json.loads(run_cli(
+        lector_bin, "eval", "bertscore", str(fixtures / "items.jsonl"), "--model", str(model), "--layer", "2",
+        "--idf", "--baseline", str(baseline), "--json",
+    ))
+    assert {k: v for k, v in report.items() if k != "per_item"} == cli
+    for ours, theirs in zip(report["per_item"], reference["scores"]):
+        assert ours["id"] == theirs["id"]
+        for metric in ("precision", "recall", "f1"):
+            assert ours[metric] == pytest.approx(theirs[metric], abs=1e-5), (ours["id"], metric)
+    with pytest.raises(ValueError, match=r"items\[0\]"):
+        lector.eval.bertscore([{"candidate": "x"}], model)

@@ -483,15 +483,23 @@ pub fn read_items(path: &Path) -> Result<Vec<Item>> {
     crate::jsonl::read_numbered::<Value>(path)?
         .into_iter()
         .map(|(line, value)| {
-            item_from_json(&value)
+            Item::from_json(&value, line - 1)
                 .map_err(|message| invalid(path, format!("line {line}: {message}")))
-                .map(|(id, candidate, references)| Item {
-                    id: id.unwrap_or_else(|| line.to_string()),
-                    candidate,
-                    references,
-                })
         })
         .collect()
+}
+
+impl Item {
+    /// An item from its JSON object; `index` (0-based) numbers it when it has no `id` (1-based,
+    /// as a line number would); the error says what is wrong.
+    pub fn from_json(value: &Value, index: usize) -> std::result::Result<Item, String> {
+        let (id, candidate, references) = item_from_json(value)?;
+        Ok(Item {
+            id: id.unwrap_or_else(|| (index + 1).to_string()),
+            candidate,
+            references,
+        })
+    }
 }
 
 type ItemFields = (Option<String>, String, Vec<String>);

@@ -41,6 +41,7 @@ pub mod calibration;
 pub mod config;
 pub mod error;
 pub mod generative;
+pub mod lab;
 pub mod multihop;
 pub mod odqa;
 pub mod prompting;

@@ -396,3 +396,58 @@ pub fn equivalence(py: Python<'_>, items: Bound<'_, PyAny>) -> PyResult<Py<PyAny
     });
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// BERTScore of `items` (dicts `{"id"?, "candidate", "references" | "reference"}`) with the
+/// encoder checkpoint `model`, as `lector eval bertscore --json` reports it (`layer`: `None` for
+/// the package's default or the last; `idf`; `baseline` file); with `per_item`, each item's
+/// scores too.
+#[pyfunction]
+#[pyo3(signature = (items, model, *, layer = None, idf = false, baseline = None, resamples = 1000,
+    confidence = 0.95, seed = 0, per_item = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn bertscore(
+    py: Python<'_>,
+    items: Bound<'_, PyAny>,
+    model: std::path::PathBuf,
+    layer: Option<usize>,
+    idf: bool,
+    baseline: Option<std::path::PathBuf>,
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+    per_item: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_eval::bertscore::Item;
+    let values = match from_py(&items, "items")? {
+        serde_json::Value::Array(values) => values,
+        _ => return Err(crate::bad_argument("items must be a list of dicts")),
+    };
+    let items = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Item::from_json(v, i).map_err(|e| crate::bad_argument(format!("items[{i}]: {e}")))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let options = lector_pipeline::lab::bertscore::Options {
+        model,
+        layer,
+        idf,
+        baseline,
+        bootstrap: Bootstrap {
+            resamples,
+            confidence,
+            seed,
+        },
+    };
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let report =
+            lector_pipeline::lab::bertscore::run(&items, &options, &mut |_, _| {}).or_raise()?;
+        let mut out = serde_json::to_value(&report).map_err(crate::bad_argument)?;
+        if per_item {
+            out["per_item"] = report.per_item(&items).into();
+        }
+        Ok(out)
+    })?;
+    Ok(serialized(py, &out)?.unbind())
+}

@@ -1,0 +1,7 @@
+//! The evaluation lab's runs as a library: each takes typed options (and a progress callback)
+//! and returns a typed, serializable report with its per-item records, so that the CLI only
+//! parses arguments and renders, and Python calls the same code.
+//!
+//! - [`bertscore`]: BERTScore of candidates against references with a local encoder.
+
+pub mod bertscore;

@@ -235,3 +235,9 @@ def bertscore(
     baseline: Optional[str] = ..., resamples: int = ..., confidence: float = ..., seed: int = ...,
     per_item: bool = ...,
 ) -> Dict[str, Any]: ...
+def judge(
+    items: List[Dict[str, Any]], *, mode: str = ..., generator_model: Optional[str] = ...,
+    endpoint: Optional[str] = ..., api_model: Optional[str] = ..., api_key: Optional[str] = ...,
+    concurrency: int = ..., cache: Optional[str] = ..., resamples: int = ..., confidence: float = ...,
+    per_item: bool = ...,
+) -> Dict[str, Any]: ...

@@ -12,7 +12,9 @@
 - :func:`compare`: two systems on the same questions, paired bootstrap and randomisation test
   (``lector eval compare``);
 - :func:`bertscore`: BERTScore with a local encoder, as the ``bert-score`` package
-  (``lector eval bertscore``).
+  (``lector eval bertscore``);
+- :func:`judge`: a language model as judge of answers, with the judge's own reliability
+  (``lector eval judge``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "compare", "equivalence", "generative", "hotpot", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "compare", "equivalence", "generative", "hotpot", "judge", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -266,4 +268,36 @@ def bertscore(
         [dict(item) for item in items], os.fspath(model), layer=layer, idf=idf,
         baseline=None if baseline is None else os.fspath(baseline), resamples=resamples,
         confidence=confidence, seed=seed, per_item=per_item,
+    )
+
+
+def judge(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    mode: str = "correctness",
+    generator_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    endpoint: Optional[str] = None,
+    api_model: Optional[str] = None,
+    api_key: Optional[str] = None,
+    concurrency: int = 1,
+    cache: Optional[Union[str, "os.PathLike[str]"]] = None,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    per_item: bool = False,
+) -> Dict[str, Any]:
+    """A language model judges ``items`` as ``lector eval judge --json`` does (greedy): each
+    item ``{"question", "references", "answer"}`` (``answer_a``/``answer_b`` pairwise,
+    ``context`` for faithfulness; optional ``label``, ``generator``, ``id``), ``mode``
+    ``correctness``, ``faithfulness``, ``pairwise`` (both orders) or ``equivalence`` (both
+    orders). The judge: the local GGUF ``generator_model`` (default: the registry's
+    SmolLM2-135M-Instruct) or ``api_model`` behind ``endpoint``. Returns the verdict counts,
+    unparseable replies, agreement with the labels (Cohen's kappa with an interval), position
+    and verbosity bias, self-judged items and cost; ``cache`` keeps replies in that directory
+    (default: none). With ``per_item``, each item's verdict(s) and reply(ies)."""
+    return _lector.judge(
+        [dict(item) for item in items], mode=mode,
+        generator_model=None if generator_model is None else os.fspath(generator_model),
+        endpoint=endpoint, api_model=api_model, api_key=api_key, concurrency=concurrency,
+        cache=None if cache is None else os.fspath(cache), resamples=resamples,
+        confidence=confidence, per_item=per_item,
     )

@@ -317,3 +317,23 @@ def test_bertscore_equals_the_cli_and_the_package(lector_bin, tmp_path):
             assert ours[metric] == pytest.approx(theirs[metric], abs=1e-5), (ours["id"], metric)
     with pytest.raises(ValueError, match=r"items\[0\]"):
         lector.eval.bertscore([{"candidate": "x"}], model)
+
+
+def test_judge_equals_the_cli(lector_bin, tmp_path):
+    """`lector.eval.judge` gives `lector eval judge --json`'s report on the same items, with the
+    registry's SmolLM2-135M-Instruct as the judge (greedy, no cache)."""
+    items = [
+        {"id": "a", "question": "Which team won Super Bowl 50?", "references": ["Denver Broncos"],
+         "answer": "The Denver Broncos won.", "label": "correct"},
+        {"id": "b", "question": "Where was Super Bowl 50 played?", "references": ["Levi's Stadium"],
+         "answer": "Miami.", "label": "incorrect"},
+    ]
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+    cli = json.loads(run_cli(lector_bin, "eval", "judge", str(path), "--no-cache", "--json"))
+    ours = lector.eval.judge(items, per_item=True)
+    strip = lambda report: {k: v for k, v in report.items() if k not in ("seconds", "per_item")}
+    assert strip(ours) == strip(cli)
+    assert [row["id"] for row in ours["per_item"]] == ["a", "b"] and ours["items"] == 2
+    with pytest.raises(ValueError, match=r"items\[0\].*answer"):
+        lector.eval.judge([{"question": "q", "references": ["r"]}])

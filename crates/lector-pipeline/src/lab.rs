@@ -2,6 +2,8 @@
 //! and returns a typed, serializable report with its per-item records, so that the CLI only
 //! parses arguments and renders, and Python calls the same code.
 //!
-//! - [`bertscore`]: BERTScore of candidates against references with a local encoder.
+//! - [`bertscore`]: BERTScore of candidates against references with a local encoder;
+//! - [`judge`]: a language model as judge of answers, with its own reliability.
 
 pub mod bertscore;
+pub mod judge;

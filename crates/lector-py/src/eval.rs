@@ -451,3 +451,87 @@ pub fn bertscore(
     })?;
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// `lector eval judge --json`: a language model judges `items` (dicts as the items file's
+/// lines) in `mode` (correctness, faithfulness, pairwise, equivalence), with the local GGUF
+/// `generator_model` or `api_model` behind `endpoint`, greedy; `cache`: the reply cache's
+/// directory (`None`: none); with `per_item`, each item's verdict(s) and reply(ies).
+#[pyfunction]
+#[pyo3(signature = (items, *, mode = "correctness", generator_model = None, endpoint = None,
+    api_model = None, api_key = None, concurrency = 1, cache = None, resamples = 1000,
+    confidence = 0.95, per_item = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn judge(
+    py: Python<'_>,
+    items: Bound<'_, PyAny>,
+    mode: &str,
+    generator_model: Option<std::path::PathBuf>,
+    endpoint: Option<String>,
+    api_model: Option<String>,
+    api_key: Option<String>,
+    concurrency: usize,
+    cache: Option<std::path::PathBuf>,
+    resamples: usize,
+    confidence: f64,
+    per_item: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_generate::judge::{items::items_from_json, Mode};
+    let mode: Mode = match mode {
+        "correctness" => Mode::Correctness,
+        "faithfulness" => Mode::Faithfulness,
+        "pairwise" => Mode::Pairwise,
+        "equivalence" => Mode::Equivalence,
+        other => {
+            return Err(crate::bad_argument(format!(
+                "unknown mode `{other}`: correctness, faithfulness, pairwise or equivalence"
+            )))
+        }
+    };
+    if concurrency == 0 {
+        return Err(crate::bad_argument("concurrency must be at least 1"));
+    }
+    let values = match from_py(&items, "items")? {
+        serde_json::Value::Array(values) => values,
+        _ => return Err(crate::bad_argument("items must be a list of dicts")),
+    };
+    let items = items_from_json(&values, mode).map_err(crate::bad_argument)?;
+    let spec = crate::generate::generator_spec(
+        generator_model,
+        endpoint,
+        api_model,
+        api_key,
+        120.0,
+        8192,
+    )?;
+    let options = lector_pipeline::lab::judge::Options {
+        mode,
+        concurrency,
+        cache,
+        bootstrap: Bootstrap {
+            resamples,
+            confidence,
+            seed: 0,
+        },
+    };
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let generator = spec.load(&|m| eprintln!("{m}")).or_raise()?;
+        // `eval judge`'s default decoding: greedy, the default answer length.
+        let generation = lector_pipeline::generative::DecodingSpec::default()
+            .options_for(&Default::default())
+            .or_raise()?;
+        let run = lector_pipeline::lab::judge::run(
+            generator.as_ref(),
+            generation,
+            &items,
+            &options,
+            &|| {},
+        )
+        .or_raise()?;
+        let mut out = serde_json::to_value(&run.summary).map_err(crate::bad_argument)?;
+        if per_item {
+            out["per_item"] = run.per_item.into();
+        }
+        Ok(out)
+    })?;
+    Ok(serialized(py, &out)?.unbind())
+}

@@ -89,6 +89,26 @@ pub fn read_items(path: &Path, mode: Mode) -> Result<Vec<Item>> {
     Ok(items)
 }
 
+/// The items of JSON objects (as a JSON-lines file holds them, numbered from 1) for `mode`;
+/// the error names the item (`items[i]`) and what is wrong.
+pub fn items_from_json(
+    values: &[serde_json::Value],
+    mode: Mode,
+) -> std::result::Result<Vec<Item>, String> {
+    if values.is_empty() {
+        return Err("no items".into());
+    }
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| {
+            let raw: RawItem =
+                serde_json::from_value(value.clone()).map_err(|e| format!("items[{i}]: {e}"))?;
+            check(raw, i + 1, mode).map_err(|m| format!("items[{i}]: {m}"))
+        })
+        .collect()
+}
+
 /// The item of `raw` read on `line`, or what is wrong with it.
 fn check(raw: RawItem, line: usize, mode: Mode) -> std::result::Result<Item, String> {
     let candidate = match mode {

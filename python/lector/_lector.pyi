@@ -241,3 +241,8 @@ def judge(
     concurrency: int = ..., cache: Optional[str] = ..., resamples: int = ..., confidence: float = ...,
     per_item: bool = ...,
 ) -> Dict[str, Any]: ...
+def faithfulness(
+    items: List[Dict[str, Any]], *, judge: bool = ..., generator_model: Optional[str] = ...,
+    endpoint: Optional[str] = ..., api_model: Optional[str] = ..., api_key: Optional[str] = ...,
+    per_claim: bool = ...,
+) -> Dict[str, Any]: ...

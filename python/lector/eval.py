@@ -14,7 +14,9 @@
 - :func:`bertscore`: BERTScore with a local encoder, as the ``bert-score`` package
   (``lector eval bertscore``);
 - :func:`judge`: a language model as judge of answers, with the judge's own reliability
-  (``lector eval judge``).
+  (``lector eval judge``);
+- :func:`faithfulness`: the claim checker against labelled claims, beside word overlap
+  (``lector eval faithfulness``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "compare", "equivalence", "generative", "hotpot", "judge", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "compare", "equivalence", "faithfulness", "generative", "hotpot", "judge", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -300,4 +302,28 @@ def judge(
         endpoint=endpoint, api_model=api_model, api_key=api_key, concurrency=concurrency,
         cache=None if cache is None else os.fspath(cache), resamples=resamples,
         confidence=confidence, per_item=per_item,
+    )
+
+
+def faithfulness(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    judge: bool = False,
+    generator_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    endpoint: Optional[str] = None,
+    api_model: Optional[str] = None,
+    api_key: Optional[str] = None,
+    per_claim: bool = False,
+) -> Dict[str, Any]:
+    """How well lector's claim checker tells supported claims from unsupported ones, beside word
+    overlap, as ``lector eval faithfulness --json`` reports it: each item ``{"id", "passage",
+    "claim", "label": "supported" | "unsupported", "kind"}``; per checker the AUROC for
+    "unsupported" and the accuracy at its threshold, and per kind of claim both accuracies and
+    the checker's most frequent failure. With ``judge``, a language model decides each claim too
+    (``generator_model``, or ``endpoint`` + ``api_model``). With ``per_claim``, every claim's
+    scores and failures."""
+    return _lector.faithfulness(
+        [dict(item) for item in items], judge=judge,
+        generator_model=None if generator_model is None else os.fspath(generator_model),
+        endpoint=endpoint, api_model=api_model, api_key=api_key, per_claim=per_claim,
     )

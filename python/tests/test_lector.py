@@ -337,3 +337,23 @@ def test_judge_equals_the_cli(lector_bin, tmp_path):
     assert [row["id"] for row in ours["per_item"]] == ["a", "b"] and ours["items"] == 2
     with pytest.raises(ValueError, match=r"items\[0\].*answer"):
         lector.eval.judge([{"question": "q", "references": ["r"]}])
+
+
+def test_faithfulness_equals_the_cli(lector_bin, tmp_path):
+    """`lector.eval.faithfulness` gives `lector eval faithfulness --json`'s report on a slice of
+    the committed claim set, without and with SmolLM2-135M as the judge."""
+    lines = (REPO / "bench" / "data" / "faithfulness-squad.jsonl").read_text().splitlines()[:60]
+    items = [json.loads(line) for line in lines]
+    path = tmp_path / "claims.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    cli = json.loads(run_cli(lector_bin, "eval", "faithfulness", str(path), "--json"))
+    ours = lector.eval.faithfulness(items, per_claim=True)
+    assert {k: v for k, v in ours.items() if k != "per_claim"} == cli
+    assert [c["id"] for c in ours["per_claim"]] == [i["id"] for i in items]
+    assert "judge" not in ours["checkers"]
+
+    few = tmp_path / "few.jsonl"
+    few.write_text("\n".join(lines[:4]) + "\n")
+    cli = json.loads(run_cli(lector_bin, "eval", "faithfulness", str(few), "--judge", "--json"))
+    ours = lector.eval.faithfulness(items[:4], judge=True)
+    assert ours == cli and ours["checkers"]["judge"]["model"]

@@ -3,7 +3,9 @@
 //! parses arguments and renders, and Python calls the same code.
 //!
 //! - [`bertscore`]: BERTScore of candidates against references with a local encoder;
-//! - [`judge`]: a language model as judge of answers, with its own reliability.
+//! - [`judge`]: a language model as judge of answers, with its own reliability;
+//! - [`faithfulness`]: the claim checker against labelled claims, beside word overlap.
 
 pub mod bertscore;
+pub mod faithfulness;
 pub mod judge;

@@ -535,3 +535,54 @@ pub fn judge(
     })?;
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// `lector eval faithfulness --json` on `items` (dicts `{id, passage, claim, label, kind}`): the
+/// claim checker and word overlap against the labels; with `judge`, a language model (the local
+/// GGUF `generator_model` or `api_model` behind `endpoint`) decides each claim too. With
+/// `per_claim`, each claim's scores and failures.
+#[pyfunction]
+#[pyo3(signature = (items, *, judge = false, generator_model = None, endpoint = None,
+    api_model = None, api_key = None, per_claim = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn faithfulness(
+    py: Python<'_>,
+    items: Bound<'_, PyAny>,
+    judge: bool,
+    generator_model: Option<std::path::PathBuf>,
+    endpoint: Option<String>,
+    api_model: Option<String>,
+    api_key: Option<String>,
+    per_claim: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_pipeline::lab::faithfulness::{self, Item};
+    let items: Vec<Item> = serde_json::from_value(from_py(&items, "items")?)
+        .map_err(|e| crate::bad_argument(format!("items: {e}")))?;
+    let spec = crate::generate::generator_spec(
+        generator_model,
+        endpoint,
+        api_model,
+        api_key,
+        120.0,
+        8192,
+    )?;
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let report = match judge {
+            false => faithfulness::run(items, None, &mut || {}).or_raise()?,
+            true => {
+                let generator = spec.load(&|m| eprintln!("{m}")).or_raise()?;
+                let generation = lector_pipeline::generative::DecodingSpec::default()
+                    .options_for(&Default::default())
+                    .or_raise()?;
+                let judge = lector_generate::judge::Judge::new(generator.as_ref(), generation)
+                    .or_raise()?;
+                faithfulness::run(items, Some((&judge, judge.model())), &mut || {}).or_raise()?
+            }
+        };
+        let mut out = serde_json::to_value(&report).map_err(crate::bad_argument)?;
+        if per_claim {
+            out["per_claim"] = report.per_claim.clone().into();
+        }
+        Ok(out)
+    })?;
+    Ok(serialized(py, &out)?.unbind())
+}

@@ -13,13 +13,9 @@
 use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use lector_eval::normalize::normalized_tokens;
-use lector_eval::stats::auroc::auroc;
-use lector_generate::claims::{self, Failure, COVERAGE_THRESHOLD};
-use lector_generate::grounded::{self, SUPPORT_THRESHOLD};
-use serde::Deserialize;
-use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use lector_generate::claims::COVERAGE_THRESHOLD;
+use lector_generate::grounded::SUPPORT_THRESHOLD;
+use lector_pipeline::lab::faithfulness::{self, Item, Report};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -40,241 +36,56 @@ pub struct FaithfulnessArgs {
     generator: crate::generate::GeneratorArgs,
 }
 
-#[derive(Deserialize)]
-struct Item {
-    id: String,
-    passage: String,
-    claim: String,
-    label: Label,
-    kind: String,
-}
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-enum Label {
-    Supported,
-    Unsupported,
-}
-
-/// One claim's scores from both checkers.
-struct Scored {
-    item: Item,
-    claims: claims::ClaimVerdict,
-    overlap: f64,
-    /// The judge's verdict, with `--judge`.
-    judged: Option<claims::ClaimVerdict>,
-}
-
-impl Scored {
-    fn unsupported(&self) -> bool {
-        self.item.label == Label::Unsupported
-    }
-
-    fn overlap_supported(&self) -> bool {
-        self.overlap >= SUPPORT_THRESHOLD
-    }
-}
-
-/// AUROC and accuracy of one checker.
-struct Quality {
-    auroc: Option<f64>,
-    accuracy: f64,
-}
-
 pub fn run(args: &FaithfulnessArgs) -> Result<()> {
     let items: Vec<Item> = lector_eval::input::read_jsonl(&args.set)?;
     if items.is_empty() {
         bail!("{}: no claims", args.set.display());
     }
-    let mut scored: Vec<Scored> = items.into_iter().map(score).collect();
-    let judge_model = match args.judge {
-        true => Some(judge_all(args, &mut scored)?),
-        false => None,
+    let report = match args.judge {
+        false => faithfulness::run(items, None, &mut || {})?,
+        true => {
+            let options = args.generator.options()?;
+            let generator = args.generator.load()?;
+            let judge = lector_generate::judge::Judge::new(generator.as_ref(), options)?;
+            let bar = super::odqa::progress_bar(items.len() as u64);
+            bar.set_message("claims judged");
+            let report =
+                faithfulness::run(items, Some((&judge, judge.model())), &mut || bar.inc(1))
+                    .with_context(|| args.set.display().to_string())?;
+            bar.finish_and_clear();
+            report
+        }
     };
     if let Some(path) = &args.per_claim {
-        super::write_jsonl(path, &scored.iter().map(per_claim).collect::<Vec<_>>())?;
+        super::write_jsonl(path, &report.per_claim)?;
     }
-    let checker = quality(&scored, |s| s.claims.score, |s| s.claims.supported);
-    let overlap = quality(&scored, |s| s.overlap, Scored::overlap_supported);
-    let judged = judge_model.as_ref().map(|model| {
-        let verdict = |s: &Scored| s.judged.as_ref().is_some_and(|v| v.supported);
-        (
-            model,
-            quality(&scored, |s| f64::from(u8::from(verdict(s))), verdict),
-        )
-    });
-    let kinds = by_kind(&scored);
     if args.json {
-        let mut out = json!({
-            "claims": scored.len(),
-            "unsupported": scored.iter().filter(|s| s.unsupported()).count(),
-            "checkers": {
-                "claims": quality_json(&checker, COVERAGE_THRESHOLD),
-                "word_overlap": quality_json(&overlap, SUPPORT_THRESHOLD),
-            },
-            "kinds": kinds,
-        });
-        if let Some((model, q)) = &judged {
-            out["checkers"]["judge"] =
-                json!({"model": model, "auroc": q.auroc, "accuracy": q.accuracy});
-        }
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    print_report(&args.set, &scored, &checker, &overlap, &kinds);
-    if let Some((model, q)) = &judged {
+    print_report(&args.set, &report);
+    if let Some(q) = &report.checkers.judge {
         let auroc = q.auroc.map_or("-".to_string(), |v| format!("{v:.4}"));
         println!(
-            "\njudge {model}: auroc_unsupported {auroc}, accuracy {:.2}% (a verdict, so the AUROC \
+            "\njudge {}: auroc_unsupported {auroc}, accuracy {:.2}% (a verdict, so the AUROC \
              ranks two levels)",
+            q.model.as_deref().unwrap_or_default(),
             q.accuracy
         );
     }
     Ok(())
 }
 
-/// Lets the judge decide every claim against its passage (a progress bar); the judge's model.
-fn judge_all(args: &FaithfulnessArgs, scored: &mut [Scored]) -> Result<String> {
-    use claims::ClaimJudge;
-    let options = args.generator.options()?;
-    let generator = args.generator.load()?;
-    let judge = lector_generate::judge::Judge::new(generator.as_ref(), options)?;
-    let bar = super::odqa::progress_bar(scored.len() as u64);
-    bar.set_message("claims judged");
-    for s in scored.iter_mut() {
-        let verdict = judge
-            .decide(&s.item.claim, &s.item.passage)
-            .with_context(|| format!("{}: judging claim {}", args.set.display(), s.item.id))?;
-        s.judged = Some(verdict);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(judge.model().to_string())
-}
-
-fn score(item: Item) -> Scored {
-    let words: HashSet<String> = normalized_tokens(&item.passage).into_iter().collect();
-    Scored {
-        claims: claims::check_text(&item.claim, &item.passage),
-        overlap: grounded::support(&item.claim, &words),
-        judged: None,
-        item,
-    }
-}
-
-/// AUROC of `1 - score` for "unsupported", and accuracy of `supported`, in percent.
-fn quality(
-    scored: &[Scored],
-    score: impl Fn(&Scored) -> f64,
-    supported: impl Fn(&Scored) -> bool,
-) -> Quality {
-    let ranking: Vec<f64> = scored.iter().map(|s| 1.0 - score(s)).collect();
-    let labels: Vec<bool> = scored.iter().map(Scored::unsupported).collect();
-    let right = scored
-        .iter()
-        .filter(|s| supported(s) != s.unsupported())
-        .count();
-    Quality {
-        auroc: auroc(&ranking, &labels),
-        accuracy: 100.0 * right as f64 / scored.len() as f64,
-    }
-}
-
-fn quality_json(q: &Quality, threshold: f64) -> Value {
-    json!({"auroc": q.auroc, "accuracy": q.accuracy, "threshold": threshold})
-}
-
-/// Per kind (those of supported claims first, then by name): label, count, both accuracies,
-/// the checker's mean score and its most frequent failure.
-fn by_kind(scored: &[Scored]) -> Vec<Value> {
-    let mut kinds: Vec<(bool, &str)> = scored
-        .iter()
-        .map(|s| (s.unsupported(), s.item.kind.as_str()))
-        .collect();
-    kinds.sort_unstable();
-    // A kind with both labels is listed once, where it first sorts.
-    let mut seen = HashSet::new();
-    kinds.retain(|(_, kind)| seen.insert(*kind));
-    kinds
-        .into_iter()
-        .map(|(_, kind)| kind)
-        .map(|kind| {
-            let group: Vec<&Scored> = scored.iter().filter(|s| s.item.kind == kind).collect();
-            let n = group.len() as f64;
-            let share = |f: &dyn Fn(&Scored) -> bool| {
-                100.0 * group.iter().filter(|s| f(s)).count() as f64 / n
-            };
-            let unsupported = group.iter().filter(|s| s.unsupported()).count();
-            let label = match unsupported {
-                0 => "supported",
-                u if u == group.len() => "unsupported",
-                _ => "mixed",
-            };
-            json!({
-                "kind": kind,
-                "label": label,
-                "claims": group.len(),
-                "claims_accuracy": share(&|s| s.claims.supported != s.unsupported()),
-                "overlap_accuracy": share(&|s| s.overlap_supported() != s.unsupported()),
-                "mean_score": group.iter().map(|s| s.claims.score).sum::<f64>() / n,
-                "judge_accuracy": group.iter().all(|s| s.judged.is_some()).then(|| {
-                    share(&|s| s.judged.as_ref().is_some_and(|v| v.supported) != s.unsupported())
-                }),
-                "top_failure": top_failure(&group),
-            })
-        })
-        .collect()
-}
-
-/// The failure kind the checker reports on most claims of `group`, if any.
-fn top_failure(group: &[&Scored]) -> Option<String> {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for s in group {
-        let mut seen: Vec<String> = s.claims.failures.iter().map(failure_kind).collect();
-        seen.sort();
-        seen.dedup();
-        for kind in seen {
-            *counts.entry(kind).or_default() += 1;
-        }
-    }
-    let best = counts.values().copied().max()?;
-    counts
-        .into_iter()
-        .find(|(_, c)| *c == best)
-        .map(|(kind, _)| kind)
-}
-
-fn failure_kind(failure: &Failure) -> String {
-    serde_json::to_value(failure)
-        .ok()
-        .and_then(|v| v["kind"].as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-fn per_claim(s: &Scored) -> Value {
-    json!({
-        "id": s.item.id, "kind": s.item.kind,
-        "label": if s.unsupported() { "unsupported" } else { "supported" },
-        "claim": s.item.claim,
-        "claims_score": s.claims.score, "claims_supported": s.claims.supported,
-        "failures": s.claims.failures,
-        "overlap": s.overlap, "overlap_supported": s.overlap_supported(),
-        "judge_supported": s.judged.as_ref().map(|v| v.supported),
-        "judge_failures": s.judged.as_ref().map(|v| &v.failures),
-    })
-}
-
-fn print_report(
-    set: &std::path::Path,
-    scored: &[Scored],
-    checker: &Quality,
-    overlap: &Quality,
-    kinds: &[Value],
-) {
-    let unsupported = scored.iter().filter(|s| s.unsupported()).count();
+fn print_report(set: &std::path::Path, report: &Report) {
+    let (checker, overlap, kinds) = (
+        &report.checkers.claims,
+        &report.checkers.word_overlap,
+        &report.kinds,
+    );
     println!(
-        "{} claims ({unsupported} unsupported) from {}",
-        scored.len(),
+        "{} claims ({} unsupported) from {}",
+        report.claims,
+        report.unsupported,
         set.display()
     );
     let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));

@@ -246,3 +246,8 @@ def faithfulness(
     endpoint: Optional[str] = ..., api_model: Optional[str] = ..., api_key: Optional[str] = ...,
     per_claim: bool = ...,
 ) -> Dict[str, Any]: ...
+def canary(
+    pipeline: Pipeline, questions: str, *, k: int = ..., baseline: Optional[str] = ...,
+    write_baseline: bool = ..., max_f1_drop: float = ..., max_abstain_change: float = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...

@@ -16,7 +16,9 @@
 - :func:`judge`: a language model as judge of answers, with the judge's own reliability
   (``lector eval judge``);
 - :func:`faithfulness`: the claim checker against labelled claims, beside word overlap
-  (``lector eval faithfulness``).
+  (``lector eval faithfulness``);
+- :func:`canary`: a fixed question set re-asked and compared with a stored baseline
+  (``lector eval canary``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "compare", "equivalence", "faithfulness", "generative", "hotpot", "judge", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "judge", "odqa", "retrieval", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -326,4 +328,28 @@ def faithfulness(
         [dict(item) for item in items], judge=judge,
         generator_model=None if generator_model is None else os.fspath(generator_model),
         endpoint=endpoint, api_model=api_model, api_key=api_key, per_claim=per_claim,
+    )
+
+
+def canary(
+    pipeline: "Pipeline",
+    questions: Union[str, "os.PathLike[str]"],
+    *,
+    k: int = 5,
+    baseline: Optional[Union[str, "os.PathLike[str]"]] = None,
+    write_baseline: bool = False,
+    max_f1_drop: float = 2.0,
+    max_abstain_change: float = 5.0,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Re-asks every question of the SQuAD file ``questions`` through ``pipeline`` (``k``
+    passages each) as ``lector eval canary --index ... --json`` does: with ``write_baseline``,
+    stores the run as the baseline (``baseline``, default ``<questions stem>.baseline.json``
+    beside the file); else compares with it and sets ``alarm`` when F1 fell by more than
+    ``max_f1_drop`` points or the abstention rate moved by more than ``max_abstain_change``
+    (``checks``, ``changed_answers``)."""
+    return _lector.canary(
+        pipeline._inner, os.fspath(questions), k=k,
+        baseline=None if baseline is None else os.fspath(baseline), write_baseline=write_baseline,
+        max_f1_drop=max_f1_drop, max_abstain_change=max_abstain_change, progress=progress,
     )

@@ -357,3 +357,22 @@ def test_faithfulness_equals_the_cli(lector_bin, tmp_path):
     cli = json.loads(run_cli(lector_bin, "eval", "faithfulness", str(few), "--judge", "--json"))
     ours = lector.eval.faithfulness(items[:4], judge=True)
     assert ours == cli and ours["checkers"]["judge"]["model"]
+
+
+def test_canary_equals_the_cli(lector_bin, odqa, tmp_path):
+    """`lector.eval.canary` writes the baseline `lector eval canary` compares with, and its
+    comparison equals the CLI's (quiet on an unchanged index)."""
+    questions = tmp_path / "questions.json"
+    data = json.loads(SAMPLE.read_text())
+    data["data"][0]["paragraphs"] = data["data"][0]["paragraphs"][:3]  # ~30 questions: a slice
+    questions.write_text(json.dumps(data))
+    pipeline = lector.Pipeline(lector.Index(odqa["index"]))
+    written = lector.eval.canary(pipeline, questions, write_baseline=True)
+    assert written["baseline_file"] == str(tmp_path / "questions.baseline.json")
+    cli = json.loads(run_cli(lector_bin, "eval", "canary", "--questions", str(questions), "--index", odqa["index"], "--json"))
+    ours = lector.eval.canary(pipeline, questions)
+    strip = lambda report: {k: v for k, v in report.items() if k != "seconds"}
+    assert strip(ours) == strip(cli) and ours["alarm"] is False and ours["changed"] == 0
+    assert ours["current"] == written["scores"]
+    with pytest.raises(lector.LectorError, match="baseline"):
+        lector.eval.canary(pipeline, questions, baseline=tmp_path / "missing.json")

@@ -21,6 +21,10 @@ pub enum Error {
     /// Reading or scoring evaluation data failed.
     #[error(transparent)]
     Eval(#[from] lector_eval::Error),
+    /// A canary run's baseline or questions could not be used (boxed: it is large, and every
+    /// result of the pipeline carries this error type).
+    #[error(transparent)]
+    Canary(Box<lector_eval::canary::CanaryError>),
     /// A file to index could not be read.
     #[error(transparent)]
     Ingest(#[from] lector_ingest::Error),
@@ -54,4 +58,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.into();
     move |source| Error::Io { path, source }
+}
+
+impl From<lector_eval::canary::CanaryError> for Error {
+    fn from(err: lector_eval::canary::CanaryError) -> Self {
+        Error::Canary(Box::new(err))
+    }
 }

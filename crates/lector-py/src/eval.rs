@@ -586,3 +586,70 @@ pub fn faithfulness(
     })?;
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// `lector eval canary --index --json` through `pipeline`: every question of the SQuAD file
+/// `questions` asked (`k` passages each), then written as the baseline (`write_baseline`) or
+/// compared with it (`baseline`: default `<questions stem>.baseline.json` beside the file);
+/// `alarm` says whether F1 fell more than `max_f1_drop` points or the abstention rate moved more
+/// than `max_abstain_change`.
+#[pyfunction]
+#[pyo3(signature = (pipeline, questions, *, k = 5, baseline = None, write_baseline = false,
+    max_f1_drop = lector_eval::canary::DEFAULT_MAX_F1_DROP,
+    max_abstain_change = lector_eval::canary::DEFAULT_MAX_ABSTAIN_CHANGE, progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn canary(
+    py: Python<'_>,
+    pipeline: &Bound<'_, crate::pipeline::Pipeline>,
+    questions: std::path::PathBuf,
+    k: usize,
+    baseline: Option<std::path::PathBuf>,
+    write_baseline: bool,
+    max_f1_drop: f64,
+    max_abstain_change: f64,
+    progress: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_eval::canary::{Baseline, Bounds, QuestionSet};
+    use lector_pipeline::lab::canary as run;
+    if k == 0 || !(max_f1_drop >= 0.0 && max_abstain_change >= 0.0) {
+        return Err(crate::bad_argument(
+            "k must be at least 1 and the bounds not negative",
+        ));
+    }
+    let search = pipeline.get().search().clone();
+    let (reader, rerank) = pipeline.get().checkpoints();
+    let built = pipeline.get().current(py)?;
+    let bar = crate::index::bar(progress);
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let set = QuestionSet::read(&questions).or_raise()?;
+        let path = baseline.unwrap_or_else(|| run::default_baseline_path(&questions));
+        let stored = match write_baseline {
+            true => None,
+            false => Some(Baseline::read(&path, &set).or_raise()?),
+        };
+        let setting = run::Setting {
+            k,
+            rerank: rerank.map(|p| p.display().to_string()),
+            reader,
+        };
+        let answers = run::ask_pipeline(
+            &built,
+            built.store(),
+            &search,
+            &setting,
+            &set.dataset,
+            &mut |p| {
+                bar.set_length(p.total as u64);
+                bar.set_position(p.done as u64);
+            },
+        )
+        .or_raise()?;
+        let bounds = Bounds {
+            max_f1_drop,
+            max_abstain_change,
+        };
+        let outcome = run::finish(set, answers, &path, stored, bounds).or_raise()?;
+        Ok(outcome.to_json())
+    })?;
+    bar.finish_and_clear();
+    Ok(serialized(py, &out)?.unbind())
+}

@@ -23,12 +23,22 @@ pub struct Pipeline {
     index: Py<Index>,
     built: RwLock<Arc<lector_pipeline::Pipeline<Snapshot>>>,
     search: lector_index::SearchOptions,
+    /// The reader checkpoint given (`None`: the default reader).
+    reader: Option<PathBuf>,
+    /// The reranker's checkpoint, when there is one.
+    rerank: Option<PathBuf>,
 }
 
 impl Pipeline {
     /// The search options the pipeline was built with.
     pub(crate) fn search(&self) -> &lector_index::SearchOptions {
         &self.search
+    }
+
+    /// The reader and reranker checkpoints it was built with (`None`: the default reader; no
+    /// reranker).
+    pub(crate) fn checkpoints(&self) -> (Option<PathBuf>, Option<PathBuf>) {
+        (self.reader.clone(), self.rerank.clone())
     }
 
     /// The pipeline over the index object's current snapshot, rebuilt around it when it changed.
@@ -90,6 +100,8 @@ impl Pipeline {
             index,
             built: RwLock::new(Arc::new(built.pipeline)),
             search: built.search,
+            reader: config.reader.clone(),
+            rerank: config.rerank.as_ref().map(|r| r.model.clone()),
         })
     }
 

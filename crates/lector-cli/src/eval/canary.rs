@@ -15,14 +15,14 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::ProgressBar;
 use lector_eval::canary::{
-    self, Answers, Baseline, Bounds, Change, Check, QuestionSet, Run, Scores,
-    DEFAULT_MAX_ABSTAIN_CHANGE, DEFAULT_MAX_F1_DROP,
+    Answers, Baseline, Bounds, Change, Check, QuestionSet, Run, Scores, DEFAULT_MAX_ABSTAIN_CHANGE,
+    DEFAULT_MAX_F1_DROP,
 };
 use lector_eval::squad::Dataset;
-use lector_pipeline::config::reader_name;
-use lector_pipeline::{AskOptions, Built, Response, Stage};
+use lector_pipeline::lab::canary::{self as canary_run, object, Outcome};
+use lector_pipeline::{Built, Stage};
 use lector_server::client::AskClient;
-use serde_json::{json, Map, Value};
+use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -83,7 +83,7 @@ pub fn run(args: &CanaryArgs) -> Result<()> {
     let baseline_path = args
         .baseline
         .clone()
-        .unwrap_or_else(|| default_baseline_path(&args.questions));
+        .unwrap_or_else(|| canary_run::default_baseline_path(&args.questions));
     // Read the baseline before asking, so that a missing or wrong one fails at once.
     let baseline = match args.write_baseline {
         true => None,
@@ -94,22 +94,12 @@ pub fn run(args: &CanaryArgs) -> Result<()> {
         (None, Some(dir)) => ask_index(dir, args, &questions.dataset)?,
         (None, None) => bail!("give --index DIR or --against URL"),
     };
-    let run = Run::new(questions, answers)?;
-    match baseline {
-        None => {
-            Baseline::new(&run).write(&baseline_path)?;
-            report_written(&run, &baseline_path, args.json)
-        }
-        Some(baseline) => compare(&run, &baseline, &baseline_path, args),
-    }
-}
-
-/// `<questions stem>.baseline.json` beside the questions file: one baseline per question set.
-fn default_baseline_path(questions: &Path) -> PathBuf {
-    let stem = questions
-        .file_stem()
-        .map_or_else(|| "questions".into(), |s| s.to_string_lossy().into_owned());
-    questions.with_file_name(format!("{stem}.baseline.json"))
+    let bounds = Bounds {
+        max_f1_drop: args.max_f1_drop,
+        max_abstain_change: args.max_abstain_change,
+    };
+    let outcome = canary_run::finish(questions, answers, &baseline_path, baseline, bounds)?;
+    report(&outcome, args.json)
 }
 
 /// Every question through the local pipeline, read in one batch as `lector eval odqa` does.
@@ -117,69 +107,29 @@ fn ask_index(dir: &Path, args: &CanaryArgs, dataset: &Dataset) -> Result<Answers
     let Built {
         pipeline, search, ..
     } = open_pipeline(dir, args.model.as_deref(), &args.retrieval, &args.rerank)?;
-    let options = AskOptions {
-        search: Some(search.clone()),
+    let setting = canary_run::Setting {
         k: args.k,
-        ..AskOptions::default()
+        rerank: args.rerank.rerank.as_ref().map(|p| p.display().to_string()),
+        reader: args.model.clone(),
     };
-    let questions = dataset.question_texts();
     let bar = progress_bar(0, "passages read");
-    let start = Instant::now();
-    let responses = pipeline.ask_many(&questions, &options, &mut |p| {
-        bar.set_message(match p.stage {
-            Stage::Rerank => "questions reranked",
-            _ => "passages read",
-        });
-        bar.set_length(p.total as u64);
-        bar.set_position(p.done as u64);
-    })?;
+    let answers = canary_run::ask_pipeline(
+        &pipeline,
+        pipeline.index(),
+        &search,
+        &setting,
+        dataset,
+        &mut |p| {
+            bar.set_message(match p.stage {
+                Stage::Rerank => "questions reranked",
+                _ => "passages read",
+            });
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+        },
+    )?;
     bar.finish_and_clear();
-    let index = pipeline.index();
-    let stats = index.stats();
-    let mut settings = json!({
-        "k": args.k,
-        "mode": search.mode.name(),
-        "k1": search.bm25.k1,
-        "b": search.bm25.b,
-        "rerank": args.rerank.rerank.as_ref().map(|p| p.display().to_string()),
-        "reader": lector_models::registry::resolve_reader(args.model.as_deref())
-            .ok()
-            .map(|dir| reader_name(&dir)),
-        "index_settings": serde_json::to_value(index.settings())?,
-        "embedder": stats.dense.as_ref().map(|d| d.model.clone()),
-        "documents": stats.documents,
-        "passages": stats.passages,
-    });
-    add_calibration(&mut settings, responses.first());
-    Ok(Answers {
-        texts: responses.iter().map(answer_text).collect(),
-        source: object(json!({"index": dir.display().to_string()})),
-        settings: object(settings),
-        seconds: start.elapsed().as_secs_f64(),
-    })
-}
-
-fn answer_text(response: &Response) -> String {
-    response
-        .answer
-        .as_ref()
-        .map_or(String::new(), |a| a.text.clone())
-}
-
-/// Whether the answers were read against a calibrated threshold, and which (from any response:
-/// they all share it).
-fn add_calibration(settings: &mut Value, response: Option<&Response>) {
-    if let Some(r) = response {
-        settings["calibrated"] = r.calibrated.into();
-        settings["threshold"] = r.threshold.into();
-    }
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
+    Ok(answers)
 }
 
 /// Every question over HTTP, one request at a time (the server reads each one's passages in a
@@ -221,40 +171,38 @@ fn progress_bar(total: u64, message: &'static str) -> ProgressBar {
     bar
 }
 
-/// Compares `run` with the baseline at `path`: reports, and exits with code 1 on an alarm.
-fn compare(run: &Run, baseline: &Baseline, path: &Path, args: &CanaryArgs) -> Result<()> {
-    let (questions, answers, scores) = (&run.questions, &run.answers, &run.scores);
-    let bounds = Bounds {
-        max_f1_drop: args.max_f1_drop,
-        max_abstain_change: args.max_abstain_change,
-    };
-    let comparison = canary::compare(run, baseline, path, bounds)?;
-    let (checks, changes) = (&comparison.checks, &comparison.changes);
-    for note in &comparison.setting_changes {
-        eprintln!("note: a setting differs from the baseline's: {note}");
+/// Reports the outcome; an alarm exits with code 1.
+fn report(outcome: &Outcome, json: bool) -> Result<()> {
+    if let Outcome::Compared { comparison, .. } = outcome {
+        for note in &comparison.setting_changes {
+            eprintln!("note: a setting differs from the baseline's: {note}");
+        }
     }
-    let failed = comparison.failed();
-    if args.json {
-        let out = json!({
-            "questions_file": questions.path.display().to_string(),
-            "baseline_file": path.display().to_string(),
-            "source": answers.source,
-            "seconds": answers.seconds,
-            "baseline": baseline.scores,
-            "current": scores,
-            "checks": checks,
-            "changed": changes.len(),
-            "changed_answers": changes,
-            "alarm": !failed.is_empty(),
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        print_header(questions, answers);
-        print_comparison(&baseline.scores, scores, checks);
-        print_changes(changes, scores.questions);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome.to_json())?);
     }
+    match outcome {
+        Outcome::Written { run, path } => {
+            if !json {
+                report_written(run, path);
+            }
+            return Ok(());
+        }
+        Outcome::Compared {
+            run,
+            baseline,
+            comparison,
+            ..
+        } if !json => {
+            print_header(&run.questions, &run.answers);
+            print_comparison(&baseline.scores, &run.scores, &comparison.checks);
+            print_changes(&comparison.changes, run.scores.questions);
+        }
+        Outcome::Compared { .. } => {}
+    }
+    let failed = outcome.alarms();
     if failed.is_empty() {
-        if !args.json {
+        if !json {
             println!("\nquiet: every check is within its bound");
         }
         return Ok(());
@@ -314,19 +262,8 @@ fn print_header(questions: &QuestionSet, answers: &Answers) {
     );
 }
 
-fn report_written(run: &Run, path: &Path, json: bool) -> Result<()> {
+fn report_written(run: &Run, path: &Path) {
     let (questions, answers, scores) = (&run.questions, &run.answers, &run.scores);
-    if json {
-        let out = json!({
-            "baseline_file": path.display().to_string(),
-            "questions_file": questions.path.display().to_string(),
-            "source": answers.source,
-            "seconds": answers.seconds,
-            "scores": scores,
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
-    }
     print_header(questions, answers);
     print_table(
         &["metric", "value"],
@@ -337,7 +274,6 @@ fn report_written(run: &Run, path: &Path, json: bool) -> Result<()> {
         ],
     );
     println!("baseline written to {}", path.display());
-    Ok(())
 }
 
 fn print_comparison(baseline: &Scores, current: &Scores, checks: &[Check]) {

@@ -495,14 +495,7 @@ pub fn judge(
         _ => return Err(crate::bad_argument("items must be a list of dicts")),
     };
     let items = items_from_json(&values, mode).map_err(crate::bad_argument)?;
-    let spec = crate::generate::generator_spec(
-        generator_model,
-        endpoint,
-        api_model,
-        api_key,
-        120.0,
-        8192,
-    )?;
+    let spec = crate::generate::judge_spec(generator_model, endpoint, api_model, api_key)?;
     let options = lector_pipeline::lab::judge::Options {
         mode,
         concurrency,
@@ -515,10 +508,7 @@ pub fn judge(
     };
     let out = py.detach(|| -> PyResult<serde_json::Value> {
         let generator = spec.load(&|m| eprintln!("{m}")).or_raise()?;
-        // `eval judge`'s default decoding: greedy, the default answer length.
-        let generation = lector_pipeline::generative::DecodingSpec::default()
-            .options_for(&Default::default())
-            .or_raise()?;
+        let generation = crate::generate::default_decoding()?;
         let run = lector_pipeline::lab::judge::run(
             generator.as_ref(),
             generation,
@@ -557,22 +547,13 @@ pub fn faithfulness(
     use lector_pipeline::lab::faithfulness::{self, Item};
     let items: Vec<Item> = serde_json::from_value(from_py(&items, "items")?)
         .map_err(|e| crate::bad_argument(format!("items: {e}")))?;
-    let spec = crate::generate::generator_spec(
-        generator_model,
-        endpoint,
-        api_model,
-        api_key,
-        120.0,
-        8192,
-    )?;
+    let spec = crate::generate::judge_spec(generator_model, endpoint, api_model, api_key)?;
     let out = py.detach(|| -> PyResult<serde_json::Value> {
         let report = match judge {
             false => faithfulness::run(items, None, &mut || {}).or_raise()?,
             true => {
                 let generator = spec.load(&|m| eprintln!("{m}")).or_raise()?;
-                let generation = lector_pipeline::generative::DecodingSpec::default()
-                    .options_for(&Default::default())
-                    .or_raise()?;
+                let generation = crate::generate::default_decoding()?;
                 let judge = lector_generate::judge::Judge::new(generator.as_ref(), generation)
                     .or_raise()?;
                 faithfulness::run(items, Some((&judge, judge.model())), &mut || {}).or_raise()?

@@ -182,6 +182,24 @@ pub(crate) fn generator_spec(
     })
 }
 
+/// The generator an evaluation call names, with the CLI's default timeout and context window.
+pub(crate) fn judge_spec(
+    model: Option<PathBuf>,
+    endpoint: Option<String>,
+    api_model: Option<String>,
+    api_key: Option<String>,
+) -> PyResult<GeneratorSpec> {
+    generator_spec(model, endpoint, api_model, api_key, 120.0, 8192)
+}
+
+/// The CLI's default decoding (greedy, the default answer length), as `eval judge` and `eval
+/// faithfulness --judge` decode.
+pub(crate) fn default_decoding() -> PyResult<GenerateOptions> {
+    DecodingSpec::default()
+        .options_for(&Default::default())
+        .or_raise()
+}
+
 /// A Python callable given each generated piece of text (with the GIL); an exception it raises
 /// stops the generation and is kept to be raised once the call returns.
 pub(crate) struct TokenCallback {

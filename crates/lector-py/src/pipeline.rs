@@ -295,13 +295,11 @@ impl Pipeline {
         };
         let decomposition: Decomposition = decompose.parse().map_err(bad_argument)?;
         let spec = match decomposition {
-            Decomposition::Llm => Some(crate::generate::generator_spec(
+            Decomposition::Llm => Some(crate::generate::judge_spec(
                 generator_model,
                 endpoint,
                 api_model,
                 None,
-                120.0,
-                8192,
             )?),
             _ => None,
         };

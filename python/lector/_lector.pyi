@@ -251,3 +251,7 @@ def canary(
     write_baseline: bool = ..., max_f1_drop: float = ..., max_abstain_change: float = ...,
     progress: bool = ...,
 ) -> Dict[str, Any]: ...
+def rouge(
+    items: List[Dict[str, Any]], *, stem: bool = ..., resamples: int = ..., confidence: float = ...,
+    seed: int = ..., per_item: bool = ...,
+) -> Dict[str, Any]: ...

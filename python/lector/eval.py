@@ -18,7 +18,8 @@
 - :func:`faithfulness`: the claim checker against labelled claims, beside word overlap
   (``lector eval faithfulness``);
 - :func:`canary`: a fixed question set re-asked and compared with a stored baseline
-  (``lector eval canary``).
+  (``lector eval canary``);
+- :func:`rouge`: ROUGE-1/2/L/Lsum, identical to Google's rouge-score (``lector eval rouge``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "judge", "odqa", "retrieval", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "judge", "odqa", "retrieval", "rouge", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -353,3 +354,21 @@ def canary(
         baseline=None if baseline is None else os.fspath(baseline), write_baseline=write_baseline,
         max_f1_drop=max_f1_drop, max_abstain_change=max_abstain_change, progress=progress,
     )
+
+
+def rouge(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    stem: bool = False,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    per_item: bool = False,
+) -> Dict[str, Any]:
+    """ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum of ``items`` (``{"id", "prediction",
+    "references": [...]}``; each item scores against its best reference), identical to Google's
+    ``rouge-score`` (``stem``: its ``use_stemmer=True``), as ``lector eval rouge --json``
+    reports them: each measure's precision, recall and F-measure as ``{mean, low, high}`` at
+    ``confidence``. With ``per_item``, each item's scores."""
+    return _lector.rouge([dict(item) for item in items], stem=stem, resamples=resamples,
+                         confidence=confidence, seed=seed, per_item=per_item)

@@ -376,3 +376,22 @@ def test_canary_equals_the_cli(lector_bin, odqa, tmp_path):
     assert ours["current"] == written["scores"]
     with pytest.raises(lector.LectorError, match="baseline"):
         lector.eval.canary(pipeline, questions, baseline=tmp_path / "missing.json")
+
+
+def test_rouge_equals_the_cli(lector_bin, sample, tmp_path):
+    """`lector.eval.rouge` gives `lector eval rouge --json`'s intervals on the sample's questions
+    (each question's text as a prediction against its gold answers), with and without stemming."""
+    items = [
+        {"id": qa["id"], "prediction": qa["question"], "references": [a["text"] for a in qa["answers"]]}
+        for p in sample["data"][0]["paragraphs"][:4] for qa in p["qas"]
+    ]
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+    for stem in (False, True):
+        flags = ["--stem"] if stem else []
+        cli = json.loads(run_cli(lector_bin, "eval", "rouge", str(path), *flags, "--json"))
+        ours = lector.eval.rouge(items, stem=stem, per_item=True)
+        assert {k: v for k, v in ours.items() if k != "per_item"} == cli
+        assert [row["id"] for row in ours["per_item"]] == [i["id"] for i in items]
+    with pytest.raises(ValueError, match=r"items\[0\].*no references"):
+        lector.eval.rouge([{"id": "x", "prediction": "a", "references": []}])

@@ -634,3 +634,57 @@ pub fn canary(
     bar.finish_and_clear();
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// ROUGE-1/2/L/Lsum of `items` (dicts `{id, prediction, references}`), identical to Google's
+/// rouge-score (`stem`: Porter-stem tokens longer than 3 characters), with bootstrap intervals,
+/// as `lector eval rouge --json` reports them; with `per_item`, each item's scores.
+#[pyfunction]
+#[pyo3(signature = (items, *, stem = false, resamples = 1000, confidence = 0.95, seed = 0,
+    per_item = false))]
+pub fn rouge(
+    py: Python<'_>,
+    items: Bound<'_, PyAny>,
+    stem: bool,
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+    per_item: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_eval::rouge::{RougeItem, RougeScorer};
+    let items: Vec<RougeItem> = serde_json::from_value(from_py(&items, "items")?)
+        .map_err(|e| crate::bad_argument(format!("items: {e}")))?;
+    if items.is_empty() {
+        return Err(crate::bad_argument("items: no items"));
+    }
+    if let Some(i) = items.iter().position(|item| item.references.is_empty()) {
+        return Err(crate::bad_argument(format!(
+            "items[{i}]: item {:?} has no references",
+            items[i].id
+        )));
+    }
+    let settings = Bootstrap {
+        resamples,
+        confidence,
+        seed,
+    };
+    let out = py.detach(|| {
+        let scorer = RougeScorer::new(stem);
+        let scores: Vec<_> = (items.iter())
+            .map(|i| scorer.score(&i.prediction, &i.references))
+            .collect();
+        let mut out = serde_json::Map::new();
+        out.insert("items".into(), items.len().into());
+        out.insert("confidence".into(), confidence.into());
+        for (name, interval) in lector_eval::summary::rouge_intervals(&scores, &settings) {
+            out.insert(name, serde_json::json!(interval));
+        }
+        if per_item {
+            let rows: Vec<serde_json::Value> = (items.iter().zip(&scores))
+                .map(|(i, s)| serde_json::json!({"id": i.id, "scores": s}))
+                .collect();
+            out.insert("per_item".into(), rows.into());
+        }
+        serde_json::Value::Object(out)
+    });
+    Ok(serialized(py, &out)?.unbind())
+}

@@ -210,6 +210,7 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eval::judge, m)?)?;
     m.add_function(wrap_pyfunction!(eval::faithfulness, m)?)?;
     m.add_function(wrap_pyfunction!(eval::canary, m)?)?;
+    m.add_function(wrap_pyfunction!(eval::rouge, m)?)?;
     m.add_function(wrap_pyfunction!(eval::shared_data, m)?)?;
     m.add_function(wrap_pyfunction!(querylog::read_log, m)?)?;
     m.add_function(wrap_pyfunction!(querylog::read_labels, m)?)?;

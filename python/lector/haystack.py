@@ -255,7 +255,8 @@ class LectorDocumentStore:
         alone under ``SKIP`` and replaced under ``OVERWRITE``."""
         if not isinstance(documents, list) or not all(isinstance(d, Document) for d in documents):
             raise ValueError("write_documents takes a list of Haystack Document objects")
-        stored = {d.id for d in self._index.documents()} if documents else set()
+        ids = [d.id for d in documents]
+        stored = {d.id for d in self._index.documents(filter={"field": "id", "operator": "in", "value": ids})} if ids else set()
         if policy in (DuplicatePolicy.NONE, DuplicatePolicy.FAIL):
             duplicates = [d.id for d in documents if d.id in stored]
             if duplicates:

@@ -712,12 +712,7 @@ fn print_intervals(
     confidence: f64,
 ) -> Result<()> {
     if json {
-        let mut out = Map::new();
-        out.insert(unit.into(), count.into());
-        out.insert("confidence".into(), confidence.into());
-        for (name, interval) in intervals {
-            out.insert(name.clone(), serde_json::to_value(interval)?);
-        }
+        let out = summary::intervals_json(unit, count, intervals, confidence);
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }

@@ -12,6 +12,23 @@ use std::path::Path;
 /// Named metrics with their intervals, in report order.
 pub type Intervals = Vec<(String, Interval)>;
 
+/// Intervals as `lector eval --json` prints them: `{UNIT: count, "confidence": level, NAME:
+/// {mean, low, high}, ...}`.
+pub fn intervals_json(
+    unit: &str,
+    count: usize,
+    intervals: &Intervals,
+    confidence: f64,
+) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    out.insert(unit.into(), count.into());
+    out.insert("confidence".into(), confidence.into());
+    for (name, interval) in intervals {
+        out.insert(name.clone(), serde_json::json!(interval));
+    }
+    serde_json::Value::Object(out)
+}
+
 /// Which questions a group of SQuAD v2.0 metrics covers.
 type QuestionFilter = fn(&QuestionScore) -> bool;
 

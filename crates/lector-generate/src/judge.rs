@@ -87,6 +87,25 @@ impl Mode {
     }
 }
 
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    /// The mode named as [`Mode::name`] spells it.
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        [
+            Mode::Correctness,
+            Mode::Faithfulness,
+            Mode::Pairwise,
+            Mode::Equivalence,
+        ]
+        .into_iter()
+        .find(|mode| mode.name() == text)
+        .ok_or_else(|| {
+            format!("unknown mode `{text}`: correctness, faithfulness, pairwise or equivalence")
+        })
+    }
+}
+
 /// A judge's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum Verdict {

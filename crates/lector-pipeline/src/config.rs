@@ -47,9 +47,9 @@ impl Default for RetrievalConfig {
 }
 
 impl RetrievalConfig {
-    /// The mode asked for, else the store's default ([`crate::default_search`]).
+    /// The mode asked for, else the store's default ([`crate::default_mode`]).
     pub fn mode_for(&self, index: &(impl DocumentStore + ?Sized)) -> Mode {
-        self.mode.unwrap_or(crate::default_search(index).mode)
+        self.mode.unwrap_or_else(|| crate::default_mode(index))
     }
 
     /// Search options for `index`: its BM25 parameters unless overridden, checked.

@@ -243,15 +243,18 @@ pub struct Pipeline<S = Index> {
     titles: OnceLock<multihop::TitleIndex>,
 }
 
-/// The store's default retrieval: hybrid when it embeds its passages itself, else BM25 (vectors
-/// made outside lector need the query's vector too).
+/// The store's default retrieval mode: hybrid when it embeds its passages itself, else BM25
+/// (vectors made outside lector need the query's vector too).
+pub fn default_mode(index: &(impl DocumentStore + ?Sized)) -> Mode {
+    match index.dense_meta() {
+        Some(meta) if !meta.external => Mode::Hybrid,
+        _ => Mode::Bm25,
+    }
+}
+
+/// The store's default retrieval ([`default_mode`]).
 pub fn default_search(index: &(impl DocumentStore + ?Sized)) -> SearchOptions {
-    let mode = if index.dense_meta().is_some_and(|meta| !meta.external) {
-        Mode::Hybrid
-    } else {
-        Mode::Bm25
-    };
-    SearchOptions::for_index(index, mode)
+    SearchOptions::for_index(index, default_mode(index))
 }
 
 impl<S: DocumentStore> Pipeline<S> {

@@ -476,17 +476,7 @@ pub fn judge(
     per_item: bool,
 ) -> PyResult<Py<PyAny>> {
     use lector_generate::judge::{items::items_from_json, Mode};
-    let mode: Mode = match mode {
-        "correctness" => Mode::Correctness,
-        "faithfulness" => Mode::Faithfulness,
-        "pairwise" => Mode::Pairwise,
-        "equivalence" => Mode::Equivalence,
-        other => {
-            return Err(crate::bad_argument(format!(
-                "unknown mode `{other}`: correctness, faithfulness, pairwise or equivalence"
-            )))
-        }
-    };
+    let mode: Mode = mode.parse().map_err(crate::bad_argument)?;
     if concurrency == 0 {
         return Err(crate::bad_argument("concurrency must be at least 1"));
     }
@@ -561,7 +551,7 @@ pub fn faithfulness(
         };
         let mut out = serde_json::to_value(&report).map_err(crate::bad_argument)?;
         if per_claim {
-            out["per_claim"] = report.per_claim.clone().into();
+            out["per_claim"] = report.per_claim.into();
         }
         Ok(out)
     })?;
@@ -672,19 +662,16 @@ pub fn rouge(
         let scores: Vec<_> = (items.iter())
             .map(|i| scorer.score(&i.prediction, &i.references))
             .collect();
-        let mut out = serde_json::Map::new();
-        out.insert("items".into(), items.len().into());
-        out.insert("confidence".into(), confidence.into());
-        for (name, interval) in lector_eval::summary::rouge_intervals(&scores, &settings) {
-            out.insert(name, serde_json::json!(interval));
-        }
+        let intervals = lector_eval::summary::rouge_intervals(&scores, &settings);
+        let mut out =
+            lector_eval::summary::intervals_json("items", items.len(), &intervals, confidence);
         if per_item {
             let rows: Vec<serde_json::Value> = (items.iter().zip(&scores))
                 .map(|(i, s)| serde_json::json!({"id": i.id, "scores": s}))
                 .collect();
-            out.insert("per_item".into(), rows.into());
+            out["per_item"] = rows.into();
         }
-        serde_json::Value::Object(out)
+        out
     });
     Ok(serialized(py, &out)?.unbind())
 }

@@ -9,6 +9,8 @@
   (``lector eval adversarial``);
 - :func:`equivalence`: rule-based answer equivalence and key-fact match of free-form answers
   (``lector eval equivalence``);
+- :func:`rag`: retrieval-augmented generation end to end on a SQuAD file (``lector eval
+  generative --retrieve``): correctness, faithfulness, citations, refusals with intervals;
 - :func:`compare`: two systems on the same questions, paired bootstrap and randomisation test
   (``lector eval compare``);
 - :func:`bertscore`: BERTScore with a local encoder, as the ``bert-score`` package
@@ -32,7 +34,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "judge", "odqa", "retrieval", "rouge", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "judge", "odqa", "rag", "retrieval", "rouge", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -180,6 +182,81 @@ def generative(
         generator_model=path(generator_model), max_new_tokens=max_new_tokens,
         per_question=per_question, progress=progress,
     )
+
+
+def rag(
+    data: Union[str, "os.PathLike[str]"],
+    *,
+    index: Optional[Union[str, "os.PathLike[str]"]] = None,
+    k: int = 5,
+    limit: Optional[int] = None,
+    withhold_every: Optional[int] = None,
+    order: str = "edges",
+    mode: Optional[str] = None,
+    embedder: Optional[Union[str, "os.PathLike[str]"]] = None,
+    rerank: Optional[Union[str, "os.PathLike[str]"]] = None,
+    rerank_depth: int = 20,
+    prompt: Optional[Union[str, "os.PathLike[str]"]] = None,
+    examples: Optional[Union[str, "os.PathLike[str]"]] = None,
+    shots: int = 3,
+    select: str = "fixed",
+    generator_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    endpoint: Optional[str] = None,
+    api_model: Optional[str] = None,
+    api_key: Optional[str] = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    max_new_tokens: Optional[int] = None,
+    judge_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    judge_endpoint: Optional[str] = None,
+    judge_api_model: Optional[str] = None,
+    judge_api_key: Optional[str] = None,
+    judge_claims: bool = False,
+    bertscore_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    bertscore_layer: Optional[int] = None,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    per_question: bool = False,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Retrieval-augmented generation scored end to end, as ``lector eval generative --squad DATA
+    --retrieve --json``: the SQuAD file's paragraphs are indexed (in ``index``, kept afterwards;
+    default a temporary directory), and every question, unanswerable ones included (and those of
+    every ``withhold_every``-th article, kept out of the index), is answered from the top ``k``
+    passages retrieved by ``mode`` (``bm25``, ``dense``, ``hybrid``; reranked by the cross-encoder
+    ``rerank``), shown in ``order`` (``"edges"``: strongest first and last, or ``"rank"``). The
+    generator is the local GGUF ``generator_model`` (default: the registry's) or ``api_model``
+    behind the OpenAI-compatible ``endpoint``, greedy unless ``temperature`` > 0; ``prompt``,
+    ``examples``, ``shots``, ``select`` as in :func:`generative`. A judge (``judge_model`` or
+    ``judge_endpoint`` with ``judge_api_model``) adds correctness and equivalence verdicts, and
+    with ``judge_claims`` decides each claim; ``bertscore_model`` adds BERTScore F1.
+
+    Returns ``figures`` (``exact_match``, ``f1``, ``claims_supported``, ``citation_precision``,
+    ``refusal_rate_unanswerable``, ``recall@K_shown``, ... each with ``mean``, ``low``, ``high``
+    and ``n``), ``counts``, and the setting; ``per_question`` adds the per-question records
+    (SQuAD v2.0 ``em``/``f1``), which :func:`compare` takes."""
+    import tempfile
+
+    def path(x: Any) -> Optional[str]:
+        return None if x is None else os.fspath(x)
+
+    def run(directory: str) -> Dict[str, Any]:
+        return _lector.rag(
+            os.fspath(data), directory, k=k, limit=limit, withhold_every=withhold_every, order=order,
+            mode=mode, embedder=path(embedder), rerank=path(rerank), rerank_depth=rerank_depth,
+            prompt=path(prompt), examples=path(examples), shots=shots, select=select,
+            generator_model=path(generator_model), endpoint=endpoint, api_model=api_model,
+            api_key=api_key, temperature=temperature, seed=seed, max_new_tokens=max_new_tokens,
+            judge_model=path(judge_model), judge_endpoint=judge_endpoint,
+            judge_api_model=judge_api_model, judge_api_key=judge_api_key, judge_claims=judge_claims,
+            bertscore_model=path(bertscore_model), bertscore_layer=bertscore_layer,
+            resamples=resamples, confidence=confidence, per_question=per_question, progress=progress,
+        )
+
+    if index is not None:
+        return run(os.fspath(index))
+    with tempfile.TemporaryDirectory() as temp:
+        return run(os.path.join(temp, "index"))
 
 
 def compare(

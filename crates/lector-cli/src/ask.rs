@@ -6,7 +6,6 @@ use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
 use crate::table::{fmt_prob, print_table};
 use anyhow::Result;
 use clap::Args;
-use lector_generate::grounded::Passage;
 use lector_index::{DocumentStore, Index};
 use lector_pipeline::generative;
 use lector_pipeline::multihop::{Decomposition, LlmDecomposer};
@@ -218,25 +217,6 @@ fn run_generative(args: &AskArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The top `k` passages `retriever` gives `question`, reranked when --rerank is given, as the
-/// generator takes them.
-pub(crate) fn passages_for(
-    rerank: &RerankOptions,
-    retriever: &dyn lector_index::Retriever,
-    question: &str,
-    k: usize,
-) -> Result<Vec<Passage>> {
-    Ok(rerank
-        .retrieve(retriever, question, k)?
-        .into_iter()
-        .map(|h| Passage {
-            doc_id: h.doc_id,
-            title: h.title,
-            text: h.text,
-        })
-        .collect())
 }
 
 /// The pipeline over `index_dir` as the shared options configure it; its warnings go to stderr.

@@ -427,7 +427,7 @@ fn judge_items_equivalence(
     generator: &dyn lector_generate::Generator,
     items: &[lector_eval::equivalence::Item],
 ) -> Result<(String, Vec<JudgeVerdict>)> {
-    let judge = lector_generate::judge::Judge::new(generator, crate::generate::judge_options())?;
+    let judge = lector_generate::judge::Judge::new(generator, lector_generate::judge::decoding())?;
     let bar = odqa::progress_bar(items.len() as u64);
     bar.set_message("items judged");
     let mut verdicts = Vec::with_capacity(items.len());

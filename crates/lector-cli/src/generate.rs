@@ -4,9 +4,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use lector_generate::prompt::Prompting;
-use lector_generate::{
-    Decoding, GenerateOptions, Generator, LocalGenerator, OpenAiConfig, OpenAiGenerator,
-};
+use lector_generate::{GenerateOptions, Generator, LocalGenerator, OpenAiConfig, OpenAiGenerator};
 use lector_pipeline::generative::{DecodingSpec, EndpointSpec, GeneratorSpec};
 use lector_pipeline::prompting::PromptSpec;
 use std::path::{Path, PathBuf};
@@ -132,16 +130,12 @@ pub struct JudgeModelArgs {
     judge_model: Option<PathBuf>,
 }
 
-/// The judge's decoding: greedy (the same prompt, the same verdict), room for a short reason.
-pub fn judge_options() -> GenerateOptions {
-    GenerateOptions {
-        decoding: Decoding::Greedy,
-        max_new_tokens: 128,
-        ..GenerateOptions::default()
-    }
-}
-
 impl JudgeModelArgs {
+    /// Whether a judge model or endpoint is given.
+    pub fn is_given(&self) -> bool {
+        self.judge_endpoint.is_some() || self.judge_model.is_some()
+    }
+
     /// The judge's generator, when --judge-endpoint or --judge-model is given.
     pub fn load(&self) -> Result<Option<Box<dyn Generator>>> {
         if let Some(url) = &self.judge_endpoint {

@@ -89,6 +89,28 @@ pub enum PassageOrder {
     Rank,
 }
 
+impl PassageOrder {
+    /// The order's name: `edges` or `rank`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PassageOrder::Edges => "edges",
+            PassageOrder::Rank => "rank",
+        }
+    }
+}
+
+impl std::str::FromStr for PassageOrder {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s {
+            "edges" => Ok(PassageOrder::Edges),
+            "rank" => Ok(PassageOrder::Rank),
+            _ => Err(format!("unknown passage order `{s}` (edges or rank)")),
+        }
+    }
+}
+
 /// The ranks of `included` (0-based, any order) in the order `order` shows them.
 pub fn shown_order(included: &[usize], order: PassageOrder) -> Vec<usize> {
     let mut ranks = included.to_vec();

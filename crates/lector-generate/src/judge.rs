@@ -254,6 +254,16 @@ struct Tally {
     generated_tokens: AtomicUsize,
 }
 
+/// A judge's usual decoding: greedy (the same prompt, the same verdict) with room for a short
+/// reason (128 tokens).
+pub fn decoding() -> GenerateOptions {
+    GenerateOptions {
+        decoding: crate::Decoding::Greedy,
+        max_new_tokens: 128,
+        ..GenerateOptions::default()
+    }
+}
+
 /// A judge: a generator, its decoding settings and an optional cache. Shareable across threads.
 pub struct Judge<'g> {
     generator: &'g dyn Generator,

@@ -151,14 +151,16 @@ pub struct Grounding {
 impl Grounding {
     /// The passages as the generator takes them.
     pub fn passages(&self) -> Vec<Passage> {
-        self.hits
-            .iter()
-            .map(|h| Passage {
-                doc_id: h.doc_id.clone(),
-                title: h.title.clone(),
-                text: h.text.clone(),
-            })
-            .collect()
+        self.hits.iter().map(passage_of).collect()
+    }
+}
+
+/// A retrieved passage as the generator takes it.
+pub fn passage_of(hit: &Hit) -> Passage {
+    Passage {
+        doc_id: hit.doc_id.clone(),
+        title: hit.title.clone(),
+        text: hit.text.clone(),
     }
 }
 

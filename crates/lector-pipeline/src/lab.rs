@@ -5,9 +5,11 @@
 //! - [`bertscore`]: BERTScore of candidates against references with a local encoder;
 //! - [`judge`]: a language model as judge of answers, with its own reliability;
 //! - [`faithfulness`]: the claim checker against labelled claims, beside word overlap;
-//! - [`canary`]: a fixed question set re-asked and compared with a stored baseline.
+//! - [`canary`]: a fixed question set re-asked and compared with a stored baseline;
+//! - [`rag`]: retrieval-augmented generation end to end on a SQuAD file.
 
 pub mod bertscore;
 pub mod canary;
 pub mod faithfulness;
 pub mod judge;
+pub mod rag;

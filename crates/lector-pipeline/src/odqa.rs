@@ -24,7 +24,9 @@
 //! exact match of flagged and of unflagged answers is reported separately (answered questions
 //! only): the flag is useful when flagged answers are right less often.
 
-use crate::{AskOptions, Error, PassageReading, Pipeline, Progress, Response, Result};
+use crate::{
+    AskOptions, Error, PassageReading, Pipeline, Progress, Response, Result, RetrievalConfig,
+};
 use lector_eval::normalize::normalize_answer;
 use lector_eval::report::{Metric, Report};
 use lector_eval::retrieval::{self, AnswerItem, AnswerRecall, Passage};
@@ -98,6 +100,24 @@ pub struct OdqaResults {
     pub mode: Mode,
     /// Passages read per question.
     pub k: usize,
+}
+
+/// Every question of a SQuAD file (the first `limit`, unanswerable ones kept), with the articles
+/// `withhold_every` keeps out of the index ([`withheld_titles`], [`withhold_articles`]): the
+/// questions, how many of them became unanswerable, and the withheld titles.
+pub fn squad_with_withheld(
+    path: &Path,
+    limit: Option<usize>,
+    withhold_every: Option<usize>,
+) -> Result<(Dataset, usize, HashSet<Arc<str>>)> {
+    let (mut dataset, _) = squad_questions(path, limit, true)?;
+    let Some(every) = withhold_every else {
+        return Ok((dataset, 0, HashSet::new()));
+    };
+    let file = squad::read_dataset(path)?;
+    let titles = withheld_titles(&file, every);
+    let withheld = withhold_articles(&mut dataset, &file, &titles);
+    Ok((dataset, withheld, titles))
 }
 
 /// The questions of a SQuAD file, the first `limit`; unanswerable v2.0 questions are kept with
@@ -264,6 +284,29 @@ pub fn index_squad(
     }
     let info = writer.commit()?;
     Ok((info.documents, writer.committed().stats().passages))
+}
+
+/// [`index_squad`] with what `retrieval` searches by: the paragraphs embedded (by its embedder)
+/// for dense and hybrid modes, and a new index created with TF-IDF's n-gram postings for TF-IDF.
+pub fn index_squad_for(
+    path: &Path,
+    dir: &Path,
+    retrieval: &RetrievalConfig,
+    withheld: &HashSet<Arc<str>>,
+    notify: &dyn Fn(&str),
+) -> Result<(usize, usize)> {
+    let embedder = match retrieval.mode.is_some_and(Mode::is_dense) {
+        true => Some(Arc::new(crate::config::load_embedder(
+            retrieval.embedder.as_deref(),
+            notify,
+        )?) as Arc<dyn Embedder>),
+        false => None,
+    };
+    let settings = IndexSettings {
+        tfidf: retrieval.mode == Some(Mode::Tfidf),
+        ..Default::default()
+    };
+    index_squad(path, dir, settings, embedder, withheld)
 }
 
 /// The article title in a SQuAD paragraph's document id (`<title>#<paragraph>`).

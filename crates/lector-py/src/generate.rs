@@ -94,6 +94,149 @@ pub fn generative(
     Ok(serialized(py, &out)?.unbind())
 }
 
+/// `lector eval generative --squad DATA --retrieve --json`: the SQuAD file's paragraphs added to
+/// the index at `index` (a new directory the caller keeps or removes), every question answered
+/// from the top `k` retrieved passages by the generator (`generator_model`, or `api_model`
+/// behind `endpoint`; greedy unless `temperature`), and judged by `judge_model` /
+/// `judge_endpoint` when given. With `per_question`, the records of `--per-question`.
+#[pyfunction]
+#[pyo3(signature = (data, index, *, k = 5, limit = None, withhold_every = None, order = "edges",
+    mode = None, embedder = None, rerank = None,
+    rerank_depth = lector_index::DEFAULT_RERANK_DEPTH, prompt = None, examples = None, shots = 3,
+    select = "fixed", generator_model = None, endpoint = None, api_model = None, api_key = None,
+    temperature = 0.0, seed = 0, max_new_tokens = None, judge_model = None,
+    judge_endpoint = None, judge_api_model = None, judge_api_key = None, judge_claims = false,
+    bertscore_model = None, bertscore_layer = None, resamples = 1000, confidence = 0.95,
+    per_question = false, progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn rag(
+    py: Python<'_>,
+    data: PathBuf,
+    index: PathBuf,
+    k: usize,
+    limit: Option<usize>,
+    withhold_every: Option<usize>,
+    order: &str,
+    mode: Option<&str>,
+    embedder: Option<PathBuf>,
+    rerank: Option<PathBuf>,
+    rerank_depth: usize,
+    prompt: Option<String>,
+    examples: Option<PathBuf>,
+    shots: usize,
+    select: &str,
+    generator_model: Option<PathBuf>,
+    endpoint: Option<String>,
+    api_model: Option<String>,
+    api_key: Option<String>,
+    temperature: f64,
+    seed: u64,
+    max_new_tokens: Option<usize>,
+    judge_model: Option<PathBuf>,
+    judge_endpoint: Option<String>,
+    judge_api_model: Option<String>,
+    judge_api_key: Option<String>,
+    judge_claims: bool,
+    bertscore_model: Option<PathBuf>,
+    bertscore_layer: Option<usize>,
+    resamples: usize,
+    confidence: f64,
+    per_question: bool,
+    progress: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_pipeline::lab::rag::{self, BertScoreModel};
+    let options = rag::Options {
+        limit,
+        withhold_every,
+        k,
+        order: order.parse().map_err(crate::bad_argument)?,
+        retrieval: lector_pipeline::RetrievalConfig {
+            mode: crate::index::parse_mode(mode)?,
+            embedder,
+            ..Default::default()
+        },
+        rerank: rerank.map(|model| lector_pipeline::RerankConfig {
+            model,
+            depth: rerank_depth,
+        }),
+        bertscore: bertscore_model.map(|dir| BertScoreModel {
+            dir,
+            layer: bertscore_layer,
+        }),
+        judge_claims,
+        bootstrap: lector_eval::stats::Bootstrap {
+            resamples,
+            confidence,
+            seed: 0,
+        },
+    };
+    options.check().map_err(crate::bad_argument)?;
+    if judge_claims && judge_model.is_none() && judge_endpoint.is_none() {
+        return Err(crate::bad_argument(
+            "judge_claims needs judge_model or judge_endpoint",
+        ));
+    }
+    let spec = PromptSpec {
+        prompt,
+        examples,
+        shots,
+        select: select.parse().map_err(crate::bad_argument)?,
+        embedder: None,
+    };
+    let generator = judge_spec(generator_model, endpoint, api_model, api_key)?;
+    let judge = match (&judge_model, &judge_endpoint) {
+        (None, None) => None,
+        _ => Some(judge_spec(
+            judge_model,
+            judge_endpoint,
+            judge_api_model,
+            judge_api_key,
+        )?),
+    };
+    let decoding = DecodingSpec {
+        temperature,
+        seed,
+        max_new_tokens,
+        ..DecodingSpec::default()
+    };
+    let bar = crate::index::bar(progress);
+    let report = py.detach(|| -> PyResult<rag::Report> {
+        let notify = |m: &str| eprintln!("{m}");
+        let prompting = prompting::load(&spec, &notify, &mut |_, _| {}).or_raise()?;
+        let generation = decoding.options_for(&prompting).or_raise()?;
+        let generator = generator.load(&notify).or_raise()?;
+        let judge = match &judge {
+            Some(spec) => Some(spec.load(&notify).or_raise()?),
+            None => None,
+        };
+        let models = rag::Models {
+            generator: generator.as_ref(),
+            generation: &generation,
+            prompting: &prompting,
+            judge: judge.as_deref(),
+        };
+        rag::run(
+            &data,
+            &index,
+            &options,
+            &models,
+            &notify,
+            &mut |step, done, total| {
+                bar.set_message(step.name());
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )
+        .or_raise()
+    })?;
+    bar.finish_and_clear();
+    let mut out = report.to_json();
+    if per_question {
+        out["per_question"] = report.per_question.into();
+    }
+    Ok(serialized(py, &out)?.unbind())
+}
+
 /// `lector generate-questions` over the pipeline's index: questions proposed by rule from the
 /// index's passages (the first `limit_passages`, `per_passage` candidate answers each), kept
 /// when the pipeline's reader recovers the answer (F1 at least `min_f1`) and its retrieval ranks

@@ -200,6 +200,7 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eval::squad, m)?)?;
     m.add_function(wrap_pyfunction!(eval::odqa, m)?)?;
     m.add_function(wrap_pyfunction!(generate::generative, m)?)?;
+    m.add_function(wrap_pyfunction!(generate::rag, m)?)?;
     m.add_function(wrap_pyfunction!(generate::generate_questions, m)?)?;
     m.add_function(wrap_pyfunction!(eval::adversarial, m)?)?;
     m.add_function(wrap_pyfunction!(eval::equivalence, m)?)?;

@@ -24,7 +24,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lector_eval::squad::{self, Dataset};
 use lector_generate::evaluate::{self, GoldRun, Summary};
-use lector_generate::judge::{Judge, Verdict as JudgeVerdict};
+use lector_generate::judge::Verdict as JudgeVerdict;
 use lector_reader::Reader;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -159,19 +159,22 @@ pub(super) fn exact(scores: &[squad::QuestionScore]) -> Vec<bool> {
     scores.iter().map(|s| s.em > 0.0).collect()
 }
 
-/// The judge's equivalence verdict on each short answer (both orders; see
-/// [`evaluate::judge_equivalence`]), with the judge's model name.
-pub(super) fn judge_equivalence(
+/// The judge's equivalence verdict on each short answer, with the judge's model name.
+fn judge_equivalence(
     generator: &dyn lector_generate::Generator,
     dataset: &Dataset,
     shorts: &[&str],
 ) -> Result<(String, Vec<Option<JudgeVerdict>>)> {
-    let judge = Judge::new(generator, crate::generate::judge_options())?;
     let bar = super::odqa::progress_bar(dataset.questions.len() as u64);
     bar.set_message("answers judged for equivalence");
-    let verdicts = evaluate::judge_equivalence(&judge, dataset, shorts, &mut || bar.inc(1))?;
+    let judged = lector_pipeline::lab::rag::judge_equivalence(
+        generator,
+        dataset,
+        shorts,
+        &mut |_, done, _| bar.set_position(done as u64),
+    )?;
     bar.finish_and_clear();
-    Ok((judge.model().to_string(), verdicts))
+    Ok(judged)
 }
 
 /// The reader's answers on the gold paragraphs and their scores.

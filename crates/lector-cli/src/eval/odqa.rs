@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lector_eval::breakdown;
-use lector_eval::squad::{self, Dataset};
+use lector_eval::squad::Dataset;
 use lector_index::{DocumentStore, SearchOptions};
 use lector_pipeline::odqa::{self, OdqaResults};
 use lector_pipeline::{AskOptions, Built, Pipeline, Progress, Stage};
@@ -84,7 +84,7 @@ pub fn run(args: &OdqaArgs) -> Result<()> {
         }
         (Some(path), _) => {
             let (dataset, changed, titles) =
-                squad_with_withheld(path, args.limit, args.withhold_every)?;
+                odqa::squad_with_withheld(path, args.limit, args.withhold_every)?;
             withheld = changed;
             let (index_dir, temp) = squad_index_dir(args.index.as_deref())?;
             index_paragraphs(path, &index_dir, &args.retrieval, &titles)?;
@@ -155,23 +155,6 @@ fn evaluate<S: DocumentStore>(
     report(&results, input, args)
 }
 
-/// Every question of a SQuAD file (the first `limit`), with the articles `--withhold-every`
-/// keeps out of the index: the questions, how many became unanswerable, the withheld titles.
-pub(super) fn squad_with_withheld(
-    path: &Path,
-    limit: Option<usize>,
-    every: Option<usize>,
-) -> Result<(Dataset, usize, HashSet<Arc<str>>)> {
-    let (mut dataset, _) = odqa::squad_questions(path, limit, true)?;
-    let Some(every) = every else {
-        return Ok((dataset, 0, HashSet::new()));
-    };
-    let file = squad::read_dataset(path)?;
-    let titles = odqa::withheld_titles(&file, every);
-    let withheld = odqa::withhold_articles(&mut dataset, &file, &titles);
-    Ok((dataset, withheld, titles))
-}
-
 /// `--index`, or a temporary directory removed when the returned guard drops.
 pub(super) fn squad_index_dir(
     index: Option<&Path>,
@@ -186,32 +169,25 @@ pub(super) fn squad_index_dir(
 }
 
 /// Adds the paragraphs of a SQuAD file to the index at `dir` (but those of the `withheld`
-/// articles), embedded for dense modes; returns the document and passage counts.
-pub(super) fn index_paragraphs(
+/// articles), as `retrieval` searches them, and says how many there are.
+fn index_paragraphs(
     path: &Path,
     dir: &Path,
     retrieval: &RetrievalOptions,
     withheld: &HashSet<Arc<str>>,
-) -> Result<(usize, usize)> {
-    let embedder = match retrieval.mode.is_some_and(lector_index::Mode::is_dense) {
-        true => Some(lector_pipeline::config::load_embedder(
-            retrieval.embedder.as_deref(),
-            &crate::search::notify,
-        )?),
-        false => None,
-    };
-    let embedder = embedder.map(|e| std::sync::Arc::new(e) as _);
-    // TF-IDF needs its n-gram postings, written when the index is created.
-    let settings = lector_index::IndexSettings {
-        tfidf: retrieval.mode == Some(lector_index::Mode::Tfidf),
-        ..Default::default()
-    };
-    let (documents, passages) = odqa::index_squad(path, dir, settings, embedder, withheld)?;
+) -> Result<()> {
+    let (documents, passages) = odqa::index_squad_for(
+        path,
+        dir,
+        &retrieval.config(),
+        withheld,
+        &crate::search::notify,
+    )?;
     eprintln!(
         "index {}: {documents} documents, {passages} passages",
         dir.display()
     );
-    Ok((documents, passages))
+    Ok(())
 }
 
 /// The answerable questions of a SQuAD file.

@@ -232,6 +232,33 @@ def rag(
     per_question: bool = ...,
     progress: bool = ...,
 ) -> Dict[str, Any]: ...
+def hotpot_run(
+    data: str,
+    work_dir: str,
+    *,
+    setting: str = ...,
+    index: Optional[str] = ...,
+    k: int = ...,
+    offset: int = ...,
+    limit: Optional[int] = ...,
+    hops: int = ...,
+    second_hop: str = ...,
+    beam: Optional[int] = ...,
+    paths: Optional[int] = ...,
+    stop_confidence: Optional[float] = ...,
+    decompose: str = ...,
+    reader: Optional[str] = ...,
+    mode: Optional[str] = ...,
+    embedder: Optional[str] = ...,
+    rerank: Optional[str] = ...,
+    rerank_depth: int = ...,
+    resamples: int = ...,
+    confidence: float = ...,
+    per_question: bool = ...,
+    predictions: bool = ...,
+    html: Optional[str] = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
 def equivalence(items: Sequence[Mapping[str, Any]]) -> Dict[str, Any]: ...
 def compare(
     a: Any,

@@ -3,6 +3,8 @@
 - :func:`squad`: SQuAD v1.1/v2.0 EM and F1, identical to the official evaluation scripts;
 - :func:`retrieval`: trec_eval's nDCG, recall, precision, MRR and MAP (as ``pytrec_eval``);
 - :func:`hotpot`: HotpotQA's answer, supporting-fact and joint metrics (``hotpot_evaluate_v1.py``);
+- :func:`hotpot_run`: multi-hop questions of a HotpotQA file asked end to end and scored so
+  (``lector eval hotpot``);
 - :func:`odqa`: a pipeline on a question set end to end (``lector eval odqa``): EM/F1 with
   bootstrap intervals, answer recall, and where each answer was lost;
 - :func:`adversarial`: the reader with and without AddSent/AddAny-style distractor sentences
@@ -34,7 +36,7 @@ from . import _lector
 if TYPE_CHECKING:
     from . import Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "judge", "odqa", "rag", "retrieval", "rouge", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "hotpot_run", "judge", "odqa", "rag", "retrieval", "rouge", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -97,6 +99,58 @@ def hotpot(gold: Sequence[Mapping[str, Any]], prediction: Mapping[str, Any]) -> 
     [[title, sentence index], ...]}}``) against ``gold`` (the parsed HotpotQA file): ``em``,
     ``f1``, ``prec``, ``recall`` and their ``sp_`` and ``joint_`` forms."""
     return _lector.hotpot(list(gold), prediction)
+
+
+def hotpot_run(
+    data: Union[str, "os.PathLike[str]"],
+    *,
+    setting: str = "distractor",
+    index: Optional[Union[str, "os.PathLike[str]"]] = None,
+    k: int = 5,
+    offset: int = 0,
+    limit: Optional[int] = None,
+    hops: int = 1,
+    second_hop: str = "lexical",
+    beam: Optional[int] = None,
+    paths: Optional[int] = None,
+    stop_confidence: Optional[float] = None,
+    decompose: str = "rules",
+    reader: Optional[Union[str, "os.PathLike[str]"]] = None,
+    mode: Optional[str] = None,
+    embedder: Optional[Union[str, "os.PathLike[str]"]] = None,
+    rerank: Optional[Union[str, "os.PathLike[str]"]] = None,
+    rerank_depth: int = 20,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    per_question: bool = False,
+    predictions: bool = False,
+    html: Optional[Union[str, "os.PathLike[str]"]] = None,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Asks the questions of the HotpotQA file ``data`` (official distractor format; from
+    ``offset``, the first ``limit``) with ``hops`` (1, or 2: bridges followed through
+    ``second_hop`` ``"lexical"``, ``"dense"`` or ``"both"``, ``beam`` first-hop passages, ``paths``
+    pairs read, bridge questions split by ``decompose`` ``"rules"`` or ``"none"``), each among its
+    own ten paragraphs (``setting="distractor"``) or among every paragraph of the file
+    (``"open"``, indexed in ``index`` when given), and scores them as ``lector eval hotpot --json``:
+    the official ``metrics`` (answer, supporting-fact and joint EM/F1), ``intervals``, both-gold-
+    paragraph recall, ``by_type`` and hop times. ``per_question`` adds each question's row (for
+    :func:`compare`), ``predictions`` the official ``{"answer", "sp"}`` predictions, and ``html``
+    writes the HTML report there."""
+    import tempfile
+
+    def path(x: Any) -> Optional[str]:
+        return None if x is None else os.fspath(x)
+
+    with tempfile.TemporaryDirectory() as work:
+        return _lector.hotpot_run(
+            os.fspath(data), work, setting=setting, index=path(index), k=k, offset=offset,
+            limit=limit, hops=hops, second_hop=second_hop, beam=beam, paths=paths,
+            stop_confidence=stop_confidence, decompose=decompose, reader=path(reader), mode=mode,
+            embedder=path(embedder), rerank=path(rerank), rerank_depth=rerank_depth,
+            resamples=resamples, confidence=confidence, per_question=per_question,
+            predictions=predictions, html=path(html), progress=progress,
+        )
 
 
 def shared_data(relative: str) -> str:

@@ -32,6 +32,19 @@ impl Default for Bootstrap {
     }
 }
 
+impl Bootstrap {
+    /// Refuses settings no interval can come from: no resamples, or a confidence outside (0, 1).
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if self.resamples == 0 {
+            return Err("resamples must be at least 1".into());
+        }
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return Err("confidence must be between 0 and 1 (exclusive)".into());
+        }
+        Ok(())
+    }
+}
+
 /// A mean with its percentile-bootstrap confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Interval {

@@ -37,6 +37,9 @@ pub enum Error {
     /// Decomposing a question into sub-questions failed (e.g. the language model's endpoint).
     #[error("decomposing the question failed: {0}")]
     Decompose(String),
+    /// Answering one question of a run failed.
+    #[error("question {id}: {source}")]
+    Question { id: String, source: Box<Error> },
     /// Options that cannot work (e.g. `k = 0`).
     #[error("invalid options: {0}")]
     Options(String),

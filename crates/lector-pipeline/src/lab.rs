@@ -6,10 +6,12 @@
 //! - [`judge`]: a language model as judge of answers, with its own reliability;
 //! - [`faithfulness`]: the claim checker against labelled claims, beside word overlap;
 //! - [`canary`]: a fixed question set re-asked and compared with a stored baseline;
-//! - [`rag`]: retrieval-augmented generation end to end on a SQuAD file.
+//! - [`rag`]: retrieval-augmented generation end to end on a SQuAD file;
+//! - [`hotpot`]: multi-hop questions end to end on a HotpotQA file.
 
 pub mod bertscore;
 pub mod canary;
 pub mod faithfulness;
+pub mod hotpot;
 pub mod judge;
 pub mod rag;

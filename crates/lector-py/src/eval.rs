@@ -675,3 +675,116 @@ pub fn rouge(
     });
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// `lector eval hotpot --json` on the HotpotQA file `data`: every question (from `offset`, the
+/// first `limit`) asked with `hops` through pipelines over its own paragraphs (`distractor`) or
+/// every paragraph of the file (`open`, in `index` when given), scored with the official metrics.
+/// `work_dir` holds the indexes built (the caller removes it). With `per_question`, each
+/// question's row; with `predictions`, the official `{"answer", "sp"}` file's content; with
+/// `html`, the HTML report written there.
+#[pyfunction]
+#[pyo3(signature = (data, work_dir, *, setting = "distractor", index = None, k = 5, offset = 0,
+    limit = None, hops = 1, second_hop = "lexical", beam = None, paths = None,
+    stop_confidence = None, decompose = "rules", reader = None, mode = None, embedder = None,
+    rerank = None, rerank_depth = lector_index::DEFAULT_RERANK_DEPTH, resamples = 1000,
+    confidence = 0.95, per_question = false, predictions = false, html = None, progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn hotpot_run(
+    py: Python<'_>,
+    data: std::path::PathBuf,
+    work_dir: std::path::PathBuf,
+    setting: &str,
+    index: Option<std::path::PathBuf>,
+    k: usize,
+    offset: usize,
+    limit: Option<usize>,
+    hops: usize,
+    second_hop: &str,
+    beam: Option<usize>,
+    paths: Option<usize>,
+    stop_confidence: Option<f64>,
+    decompose: &str,
+    reader: Option<std::path::PathBuf>,
+    mode: Option<&str>,
+    embedder: Option<std::path::PathBuf>,
+    rerank: Option<std::path::PathBuf>,
+    rerank_depth: usize,
+    resamples: usize,
+    confidence: f64,
+    per_question: bool,
+    predictions: bool,
+    html: Option<std::path::PathBuf>,
+    progress: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_pipeline::lab::hotpot;
+    use lector_pipeline::multihop::HopOptions;
+    if !(1..=2).contains(&hops) {
+        return Err(crate::bad_argument("hops must be 1 or 2"));
+    }
+    let defaults = HopOptions::default();
+    let options = hotpot::Options {
+        setting: setting.parse().map_err(crate::bad_argument)?,
+        index,
+        k,
+        offset,
+        limit,
+        hops: HopOptions {
+            hops,
+            second_hop: second_hop.parse().map_err(crate::bad_argument)?,
+            beam: beam.unwrap_or(defaults.beam),
+            paths: paths.unwrap_or(defaults.paths),
+            stop_confidence,
+            ..defaults
+        },
+        decompose: decompose.parse().map_err(crate::bad_argument)?,
+        bootstrap: Bootstrap {
+            resamples,
+            confidence,
+            seed: 0,
+        },
+    };
+    options.bootstrap.check().map_err(crate::bad_argument)?;
+    if k == 0 {
+        return Err(crate::bad_argument("k must be at least 1"));
+    }
+    let config = lector_pipeline::PipelineConfig {
+        reader,
+        retrieval: lector_pipeline::RetrievalConfig {
+            mode: crate::index::parse_mode(mode)?,
+            embedder,
+            ..Default::default()
+        },
+        rerank: rerank.map(|model| lector_pipeline::RerankConfig {
+            model,
+            depth: rerank_depth,
+        }),
+    };
+    let bar = crate::index::bar(progress);
+    let report = py.detach(|| {
+        hotpot::run(
+            &data,
+            &config,
+            &options,
+            &work_dir,
+            &|m| eprintln!("{m}"),
+            &mut |_, done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            },
+        )
+        .or_raise()
+    })?;
+    bar.finish_and_clear();
+    if let Some(path) = &html {
+        report.html(&data).write(path).or_raise()?;
+    }
+    let mut out = report.to_json();
+    if per_question {
+        out["per_question"] = serde_json::to_value(&report.rows).map_err(crate::bad_argument)?;
+    }
+    if predictions {
+        out["predictions"] =
+            serde_json::to_value(&report.predictions).map_err(crate::bad_argument)?;
+    }
+    Ok(serialized(py, &out)?.unbind())
+}

@@ -327,14 +327,7 @@ impl Options {
         if options.withhold_every == Some(0) {
             return invalid("withhold_every must be at least 1");
         }
-        if options.bootstrap.resamples == 0 {
-            return invalid("resamples must be at least 1");
-        }
-        let confidence = options.bootstrap.confidence;
-        if !(confidence > 0.0 && confidence < 1.0) {
-            return invalid("confidence must be between 0 and 1 (exclusive)");
-        }
-        Ok(())
+        options.bootstrap.check().map_err(Error::Options)
     }
 }
 

@@ -291,6 +291,19 @@ def shared_data(relative: str) -> str: ...
 
 def read_log(dir: str) -> List[Dict[str, Any]]: ...
 def read_labels(dir: str) -> List[Dict[str, Any]]: ...
+def drift(
+    dir: str,
+    *,
+    index: Optional[str] = ...,
+    embedder: Optional[str] = ...,
+    split: Optional[str] = ...,
+    before: Optional[str] = ...,
+    after: Optional[str] = ...,
+    far_below: float = ...,
+    alpha: float = ...,
+    min_effect: float = ...,
+    html: Optional[str] = ...,
+) -> Dict[str, Any]: ...
 def export_labels(dir: str, index: Index) -> Dict[str, Any]: ...
 def bertscore(
     items: List[Dict[str, Any]], model: str, *, layer: Optional[int] = ..., idf: bool = ...,

@@ -7,6 +7,8 @@ import subprocess
 import threading
 import urllib.request
 
+import pytest
+
 import lector
 import lector.querylog
 
@@ -65,3 +67,49 @@ def test_the_log_feedback_and_labels_from_python(lector_bin, tmp_path, sample):
     assert {k: exported[k] for k in ("answers", "unanswerable", "skipped", "left_out")} == \
         {k: cli[k] for k in ("answers", "unanswerable", "skipped", "left_out")}
     assert (exported["answers"], exported["skipped"]) == (1, 1)
+
+
+def test_drift_equals_lector_report_drift(lector_bin, tmp_path, sample):
+    import datetime
+    import time
+
+    index = lector.Index(str(tmp_path / "index"))
+    index.add(paths=[str(SAMPLE)])
+    log = tmp_path / "log"
+    server = subprocess.Popen(
+        [str(lector_bin), "serve", "--addr", "127.0.0.1:0", "--index", str(tmp_path / "index"),
+         "--log-queries", str(log)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    on_topic = [qa["question"] for p in sample["data"][0]["paragraphs"][:4] for qa in p["qas"]][:8]
+    off_topic = [f"What do historians believe about the long-term consequences of {t} for villagers in the north?"
+                 for t in ("glacier retreat", "coral bleaching", "volcanic soil", "bird migration",
+                           "medieval poetry", "tax farming", "printing presses", "desert cacti")]
+    try:
+        addr = server.stdout.readline().split("http://")[1].split("/")[0]
+        threading.Thread(target=server.stdout.read, daemon=True).start()  # keep the pipe drained
+        assert all(post(addr, "/v1/ask", {"question": q})[0] == 200 for q in on_topic)
+        time.sleep(0.05)
+        split = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        time.sleep(0.05)
+        assert all(post(addr, "/v1/ask", {"question": q})[0] == 200 for q in off_topic)
+    finally:
+        server.terminate()  # by the pid this test started
+        server.wait(timeout=60)
+
+    cli = json.loads(run_cli(lector_bin, "report", "drift", "--log", str(log), "--index", str(tmp_path / "index"),
+                             "--split", split, "--json"))
+    ours = lector.querylog.drift(log, index=tmp_path / "index", split=split, html=tmp_path / "drift.html")
+    assert ours == cli
+    assert ours["windows"]["before"]["asks"] == 8 and ours["windows"]["after"]["asks"] == 8
+    assert "question_words" in ours["drifted"], ours["drifted"]
+    assert "before and after" in (tmp_path / "drift.html").read_text()
+    # The median split halves the same log.
+    assert lector.querylog.drift(log)["windows"]["before"]["asks"] == 8
+
+    with pytest.raises(ValueError, match="not a time"):
+        lector.querylog.drift(log, split="yesterday")
+    with pytest.raises(ValueError, match="alpha"):
+        lector.querylog.drift(log, alpha=2.0)
+    with pytest.raises(lector.LectorError, match="no query log files"):
+        lector.querylog.drift(tmp_path)

@@ -41,12 +41,4 @@ pub fn fmt2(value: f64) -> String {
     format!("{value:.2}")
 }
 
-/// A probability with four decimals, or in scientific notation when that would show nothing
-/// (calibrated no-answer thresholds can be 1e-5).
-pub fn fmt_prob(value: f64) -> String {
-    if value != 0.0 && value.abs() < 0.001 {
-        format!("{value:.3e}")
-    } else {
-        format!("{value:.4}")
-    }
-}
+pub use lector_eval::report::fmt_prob;

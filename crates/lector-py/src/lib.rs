@@ -217,5 +217,6 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(querylog::read_log, m)?)?;
     m.add_function(wrap_pyfunction!(querylog::read_labels, m)?)?;
     m.add_function(wrap_pyfunction!(querylog::export_labels, m)?)?;
+    m.add_function(wrap_pyfunction!(querylog::drift, m)?)?;
     Ok(())
 }

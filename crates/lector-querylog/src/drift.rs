@@ -8,6 +8,7 @@
 //! ([`signals`](mod@signals), docs/drift.md).
 
 pub mod measure;
+pub mod report;
 pub mod signals;
 
 pub use measure::{measure, Measured, Probe};
@@ -49,6 +50,9 @@ pub enum DriftError {
     /// The index's embedder cannot be loaded.
     #[error(transparent)]
     Embedder(#[from] lector_pipeline::Error),
+    /// Thresholds no test can use (named).
+    #[error("{0}")]
+    Thresholds(String),
     /// A question cannot be embedded.
     #[error("embedding the question `{question}`")]
     Embed {
@@ -140,6 +144,26 @@ pub struct Drift {
     pub thresholds: Thresholds,
     pub signals: Vec<Signal>,
     pub warnings: Vec<String>,
+}
+
+/// The drift report of the log at `log` (`lector report drift`): its asks read ([`load_asks`],
+/// before any model is loaded), measured against the index at `index` when given (with
+/// `embedder` for a dense one), and the two `windows` compared under `thresholds`.
+pub fn report(
+    log: &Path,
+    index: Option<&Path>,
+    embedder: Option<PathBuf>,
+    windows: Windows,
+    thresholds: Thresholds,
+    notify: &dyn Fn(&str),
+) -> Result<Drift, DriftError> {
+    thresholds.check().map_err(DriftError::Thresholds)?;
+    let asks = load_asks(log)?;
+    let mut probe = match index {
+        Some(dir) => Some(Probe::open(dir, embedder, notify)?),
+        None => None,
+    };
+    compare(log, &asks, windows, probe.as_mut(), thresholds)
 }
 
 /// Compares the two `windows` of the asks of the log at `log` (read with [`load_asks`]),

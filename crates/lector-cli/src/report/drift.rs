@@ -2,11 +2,12 @@
 //! changed between two windows of a query log (`lector serve --log-queries DIR`). The
 //! measuring and testing is [`lector_querylog::drift`]'s; this reads the arguments and prints.
 
-mod render;
-
+use crate::table::print_table;
 use anyhow::{Context, Result};
 use clap::Args;
-use lector_querylog::drift::{self, parse_span, parse_time, Probe, Span, Thresholds, Windows};
+use lector_querylog::drift::{
+    self, parse_span, parse_time, report, Drift, Span, Thresholds, Windows,
+};
 use std::path::PathBuf;
 use std::time::SystemTime;
 
@@ -65,20 +66,11 @@ fn cosine(text: &str) -> Result<f64, String> {
 }
 
 pub fn run(args: DriftArgs) -> Result<()> {
-    // The log first: a log that cannot be compared fails before an embedder is loaded.
-    let asks = drift::load_asks(&args.log)?;
     let index_dir = args.index.clone().or_else(|| {
         std::env::var_os("LECTOR_INDEX")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     });
-    let mut probe = match &index_dir {
-        Some(dir) => Some(
-            Probe::open(dir, args.embedder.clone(), &crate::search::notify)
-                .with_context(|| format!("opening the index {}", dir.display()))?,
-        ),
-        None => None,
-    };
     let windows = match (args.split, args.before, args.after) {
         (Some(at), _, _) => Windows::Split(at),
         (None, Some(before), Some(after)) => Windows::Explicit { before, after },
@@ -89,16 +81,41 @@ pub fn run(args: DriftArgs) -> Result<()> {
         min_effect: args.min_effect,
         far_below: args.far_below,
     };
-    let drift = drift::compare(&args.log, &asks, windows, probe.as_mut(), thresholds)?;
+    let drift = drift::report(
+        &args.log,
+        index_dir.as_deref(),
+        args.embedder.clone(),
+        windows,
+        thresholds,
+        &crate::search::notify,
+    )?;
     if let Some(path) = &args.html {
-        render::html(&drift)
+        report::html(&drift)
             .write(path)
             .with_context(|| format!("writing the HTML report {}", path.display()))?;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&render::json(&drift))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report::to_json(&drift))?
+        );
     } else {
-        render::table(&drift);
+        table(&drift);
     }
     Ok(())
+}
+
+/// Prints the windows, the signals and what drifted.
+fn table(drift: &Drift) {
+    println!("query log: {}", drift.log.display());
+    for w in &drift.windows {
+        println!("{}", report::describe_window(w));
+    }
+    println!();
+    print_table(&report::HEADER, &report::rows(drift));
+    println!();
+    for line in report::notes(drift) {
+        println!("{line}");
+    }
+    println!("{}", report::verdict(drift));
 }

@@ -18,6 +18,29 @@ pub struct Thresholds {
     pub far_below: f64,
 }
 
+impl Thresholds {
+    /// Refuses thresholds outside their ranges: `alpha` and `min_effect` in [0, 1], `far_below`
+    /// a cosine in [-1, 1].
+    pub fn check(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.alpha) {
+            return Err(format!("alpha {} is not between 0 and 1", self.alpha));
+        }
+        if !(0.0..=1.0).contains(&self.min_effect) {
+            return Err(format!(
+                "min_effect {} is not between 0 and 1",
+                self.min_effect
+            ));
+        }
+        if !(-1.0..=1.0).contains(&self.far_below) {
+            return Err(format!(
+                "far_below {} is not a cosine similarity (between -1 and 1)",
+                self.far_below
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// How a signal is summarised and tested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

@@ -1,34 +1,20 @@
-//! The drift report as a table, as JSON, and as an HTML page with before/after histograms.
+//! The drift report as table rows, as JSON, and as an HTML page with before/after histograms.
 
-use crate::table::{fmt_prob, print_table};
-use lector_eval::report::Report;
-use lector_querylog::drift::{Compared, Drift, Kind, Side, Signal, Window};
-use lector_querylog::time;
+use super::{Compared, Drift, Kind, Side, Signal, Window};
+use crate::time;
+use lector_eval::report::{fmt_prob, Report};
 use serde_json::{json, Value};
 
 /// Bins of the HTML histograms.
 const BINS: usize = 20;
 
-const HEADER: [&str; 7] = [
+/// The columns of [`rows`].
+pub const HEADER: [&str; 7] = [
     "signal", "before", "after", "change", "test", "p-value", "drifted",
 ];
 
-/// Prints the windows, the signals and what drifted.
-pub fn table(drift: &Drift) {
-    println!("query log: {}", drift.log.display());
-    for w in &drift.windows {
-        println!("{}", describe_window(w));
-    }
-    println!();
-    print_table(&HEADER, &rows(drift));
-    println!();
-    for line in notes(drift) {
-        println!("{line}");
-    }
-    println!("{}", verdict(drift));
-}
-
-fn describe_window(w: &Window) -> String {
+/// A window in one line: its asks, their times, its span.
+pub fn describe_window(w: &Window) -> String {
     format!(
         "{:<6} {} asks, {} to {} (window {})",
         w.name,
@@ -39,7 +25,8 @@ fn describe_window(w: &Window) -> String {
     )
 }
 
-fn rows(drift: &Drift) -> Vec<Vec<String>> {
+/// One row per signal under [`HEADER`] (`n/a` for a signal not available).
+pub fn rows(drift: &Drift) -> Vec<Vec<String>> {
     drift
         .signals
         .iter()
@@ -84,7 +71,7 @@ fn test_cell(kind: Kind, c: &Compared) -> String {
 }
 
 /// Why signals are missing, and warnings.
-fn notes(drift: &Drift) -> Vec<String> {
+pub fn notes(drift: &Drift) -> Vec<String> {
     let mut out: Vec<String> = drift
         .signals
         .iter()
@@ -98,7 +85,7 @@ fn notes(drift: &Drift) -> Vec<String> {
 }
 
 /// One line: what drifted, under which thresholds.
-fn verdict(drift: &Drift) -> String {
+pub fn verdict(drift: &Drift) -> String {
     let t = drift.thresholds;
     let rule = format!(
         "p < {} and effect >= {}; far: nearest passage cosine < {}",
@@ -121,8 +108,8 @@ fn drifted(drift: &Drift) -> Vec<&'static str> {
         .collect()
 }
 
-/// The machine-readable report.
-pub fn json(drift: &Drift) -> Value {
+/// The machine-readable report (`lector report drift --json`).
+pub fn to_json(drift: &Drift) -> Value {
     let t = drift.thresholds;
     let drifted: Vec<&str> = drift
         .signals

@@ -10,7 +10,9 @@ released; this module gives it typed, documented objects:
   and abstention;
 - :func:`calibrate`: the no-answer threshold and confidence map of an index (``lector
   calibrate``);
-- :mod:`lector.eval`: SQuAD, trec_eval and HotpotQA scoring on Python dicts;
+- :mod:`lector.eval`: SQuAD, trec_eval and HotpotQA scoring on Python dicts, and every evaluation run;
+- :mod:`lector.train`: fine-tuning the reader, the embedder and a reranker (``lector train``);
+- :mod:`lector.querylog`: the query log, its labels and drift;
 - :mod:`lector.haystack` and :mod:`lector.langchain`: components for those frameworks.
 
 Errors from lector raise :class:`LectorError` with lector's message.

@@ -291,6 +291,38 @@ def shared_data(relative: str) -> str: ...
 
 def read_log(dir: str) -> List[Dict[str, Any]]: ...
 def read_labels(dir: str) -> List[Dict[str, Any]]: ...
+def train_reader(
+    out: str,
+    train: List[str] = ...,
+    *,
+    resume: bool = ...,
+    model: Optional[str] = ...,
+    dev: Optional[str] = ...,
+    max_seq_len: Optional[int] = ...,
+    doc_stride: Optional[int] = ...,
+    max_question_len: Optional[int] = ...,
+    shared_norm: bool = ...,
+    negatives_from: Optional[str] = ...,
+    negatives: int = ...,
+    negatives_depth: int = ...,
+    schedule: Optional[Dict[str, Any]] = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
+def train_retriever(
+    out: str,
+    train: List[str] = ...,
+    *,
+    kind: str = ...,
+    resume: bool = ...,
+    model: Optional[str] = ...,
+    negatives_from: Optional[str] = ...,
+    negatives: int = ...,
+    negatives_depth: int = ...,
+    max_tokens: int = ...,
+    scale: float = ...,
+    schedule: Optional[Dict[str, Any]] = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
 def drift(
     dir: str,
     *,

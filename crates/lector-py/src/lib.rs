@@ -23,6 +23,7 @@ mod index;
 mod pipeline;
 mod querylog;
 mod reader;
+mod train;
 
 create_exception!(
     _lector,
@@ -218,5 +219,7 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(querylog::read_labels, m)?)?;
     m.add_function(wrap_pyfunction!(querylog::export_labels, m)?)?;
     m.add_function(wrap_pyfunction!(querylog::drift, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train_reader, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train_retriever, m)?)?;
     Ok(())
 }

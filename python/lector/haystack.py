@@ -520,7 +520,7 @@ class LectorAnswerEvaluator:
             {"answer": answer or "", "golds": [golds] if isinstance(golds, str) else list(golds)}
             for golds, answer in zip(ground_truth_answers, predicted_answers)
         ]
-        judged = lector.eval.equivalence(items)["items"] if items else []
+        judged = lector.eval.equivalence(items)["per_item"] if items else []
         scores = [float(j[self.metric]) for j in judged]
         return {
             "score": sum(scores) / len(scores) if scores else 0.0,

@@ -173,7 +173,7 @@ def test_a_haystack_rag_pipeline_on_lectors_parts_scored_by_lectors_metrics(tmp_
     assert "".join(c.content for c in chunks).strip()  # streamed as it was generated
 
     scores = {m: LectorAnswerEvaluator(metric=m).run(golds, predicted) for m in ("exact_match", "f1", "equivalent", "key_fact")}
-    direct = lector.eval.equivalence([{"answer": p, "golds": g} for p, g in zip(predicted, golds)])["items"]
+    direct = lector.eval.equivalence([{"answer": p, "golds": g} for p, g in zip(predicted, golds)])["per_item"]
     for metric, result in scores.items():
         assert result["individual_scores"] == [float(j[metric]) for j in direct]
         assert result["score"] == pytest.approx(sum(result["individual_scores"]) / len(qas))

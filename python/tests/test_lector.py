@@ -1,6 +1,7 @@
 """lector's Python API against its CLI, on the bundled sample and the shared data."""
 
 import json
+from pathlib import Path
 import threading
 
 import pytest
@@ -235,11 +236,13 @@ def test_equivalence_and_tfidf_from_python(lector_bin, tmp_path):
     labels = [json.loads(line) for line in
               (SAMPLE.parent.parent / "bench" / "equivalence" / "squad-smollm2-labels.jsonl").read_text().splitlines()]
     ours = lector.eval.equivalence(labels)
+    per_item = tmp_path / "per-item.jsonl"
     cli = json.loads(run_cli(lector_bin, "eval", "equivalence",
-                             str(SAMPLE.parent.parent / "bench" / "equivalence" / "squad-smollm2-labels.jsonl"), "--json"))
-    assert ours["agreement"] == cli["agreement"]
-    assert len(ours["items"]) == len(labels)
-    one = lector.eval.equivalence([{"answer": "twenty-one", "golds": ["21"]}])["items"][0]
+                             str(SAMPLE.parent.parent / "bench" / "equivalence" / "squad-smollm2-labels.jsonl"), "--json",
+                             "--per-item", str(per_item)))
+    assert ours.pop("per_item") == [json.loads(line) for line in per_item.read_text().splitlines()]
+    assert ours == cli and cli["items"] == len(labels)
+    one = lector.eval.equivalence([{"answer": "twenty-one", "golds": ["21"]}])["per_item"][0]
     assert one["equivalent"] and not one["exact_match"]
     with pytest.raises(ValueError, match="items"):
         lector.eval.equivalence([{"golds": ["21"]}])
@@ -337,6 +340,27 @@ def test_judge_equals_the_cli(lector_bin, tmp_path):
     assert [row["id"] for row in ours["per_item"]] == ["a", "b"] and ours["items"] == 2
     with pytest.raises(ValueError, match=r"items\[0\].*answer"):
         lector.eval.judge([{"question": "q", "references": ["r"]}])
+
+
+def test_judged_equivalence_equals_the_cli(lector_bin, tmp_path):
+    """A judge model's equivalence verdicts (both orders) from Python equal `eval equivalence
+    --judge-model`'s, with the registry's SmolLM2-135M-Instruct."""
+    models = json.loads(run_cli(lector_bin, "models", "list", "--json"))
+    directory = Path(next(m["path"] for m in models if m["role"] == "generator"))
+    gguf = next(directory.glob("*.gguf"))
+    items = [
+        {"id": "a", "question": "Which team won Super Bowl 50?", "answer": "the Broncos", "golds": ["Denver Broncos"], "label": True},
+        {"id": "b", "question": "Where was Super Bowl 50 played?", "answer": "Miami", "golds": ["Levi's Stadium"], "label": False},
+        {"id": "c", "question": "How many points?", "answer": "", "golds": ["24"]},
+    ]
+    path, per_item = tmp_path / "items.jsonl", tmp_path / "per-item.jsonl"
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+    cli = json.loads(run_cli(lector_bin, "eval", "equivalence", str(path), "--judge-model", str(gguf), "--json",
+                             "--per-item", str(per_item)))
+    ours = lector.eval.equivalence(items, judge_model=gguf)
+    assert ours.pop("per_item") == [json.loads(line) for line in per_item.read_text().splitlines()]
+    assert ours == cli and cli["judge_equivalence"]["questions"] == 3
+    assert [a["verdict"] for a in ours["agreement"]][-1] == "judge_equivalent"
 
 
 def test_faithfulness_equals_the_cli(lector_bin, tmp_path):

@@ -7,7 +7,6 @@ use lector_eval::squad::{self, NoAnswer};
 use lector_eval::stats::{Bootstrap, Interval};
 use lector_eval::summary::{self, Intervals};
 use lector_eval::{breakdown, paired, retrieval, rouge};
-use lector_generate::judge::Verdict as JudgeVerdict;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -422,104 +421,25 @@ pub(crate) fn fmt_kappa(kappa: &Value) -> String {
     kappa.as_f64().map_or("-".into(), |k| format!("{k:.3}"))
 }
 
-/// The judge's equivalence verdict on each item (both orders), with the judge's model name.
-fn judge_items_equivalence(
-    generator: &dyn lector_generate::Generator,
-    items: &[lector_eval::equivalence::Item],
-) -> Result<(String, Vec<JudgeVerdict>)> {
-    let judge = lector_generate::judge::Judge::new(generator, lector_generate::judge::decoding())?;
-    let bar = odqa::progress_bar(items.len() as u64);
-    bar.set_message("items judged");
-    let mut verdicts = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let verdict = match item.answer.trim().is_empty() {
-            true => JudgeVerdict::NotEquivalent,
-            false => {
-                judge
-                    .equivalence(&item.question, &item.golds, &item.answer)
-                    .with_context(|| format!("judging item {}", i + 1))?
-                    .verdict
-            }
-        };
-        verdicts.push(verdict);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok((judge.model().to_string(), verdicts))
-}
-
 fn equivalence(args: &EquivalenceArgs) -> Result<()> {
-    use lector_eval::equivalence;
-    let items: Vec<equivalence::Item> = lector_eval::input::read_jsonl(&args.items)?;
+    let items: Vec<lector_eval::equivalence::Item> = lector_eval::input::read_jsonl(&args.items)?;
     if items.is_empty() {
         bail!("{}: no items", args.items.display());
     }
-    let judged = equivalence::judge_all(&items);
-    let by_model = match args.judge.load()? {
-        Some(generator) => Some(judge_items_equivalence(generator.as_ref(), &items)?),
-        None => None,
-    };
+    let judge = args.judge.load()?;
+    let bar = odqa::progress_bar(items.len() as u64);
+    bar.set_message("items judged");
+    let report =
+        lector_pipeline::lab::equivalence::run(&items, judge.as_deref(), &mut |done, _| {
+            bar.set_position(done as u64)
+        })?;
+    bar.finish_and_clear();
     if let Some(path) = &args.per_item {
-        let rows: Vec<Value> = items
-            .iter()
-            .zip(&judged)
-            .map(|(item, j)| {
-                let mut row = json!({"id": item.id, "answer": item.answer, "label": item.label});
-                row.as_object_mut()
-                    .expect("an object")
-                    .extend(json!(j).as_object().expect("an object").clone());
-                row
-            })
-            .collect();
-        let rows: Vec<Value> = match &by_model {
-            Some((_, verdicts)) => rows
-                .into_iter()
-                .zip(verdicts)
-                .map(|(mut row, v)| {
-                    row["judge_equivalence"] = v.name().into();
-                    row
-                })
-                .collect(),
-            None => rows,
-        };
-        write_jsonl(path, &rows)?;
+        write_jsonl(path, &report.per_item)?;
     }
-    let share = |f: &dyn Fn(&equivalence::Judged) -> bool| {
-        100.0 * judged.iter().filter(|j| f(j)).count() as f64 / items.len() as f64
-    };
-    let mut agreement = equivalence::agreement(&items, &judged);
-    if let Some((_, verdicts)) = &by_model {
-        // Undecided verdicts (orders that disagree, no verdict) count as not equivalent.
-        let (said, labels): (Vec<bool>, Vec<bool>) = items
-            .iter()
-            .zip(verdicts)
-            .filter_map(|(item, v)| Some((*v == JudgeVerdict::Equivalent, item.label?)))
-            .unzip();
-        agreement.push(equivalence::agreement_of(
-            "judge_equivalent",
-            &said,
-            &labels,
-        ));
-    }
-    let tokens: usize = judged.iter().map(|j| j.verdict.answer_tokens).sum();
-    let mut summary = json!({
-        "items": items.len(),
-        "exact_match": share(&|j| j.exact_match),
-        "equivalent": share(&|j| j.verdict.equivalent),
-        "key_fact": share(&|j| j.verdict.key_fact),
-        "answer_tokens": tokens as f64 / items.len() as f64,
-        "labelled": items.iter().filter(|i| i.label.is_some()).count(),
-        "agreement": agreement,
-    });
-    if let Some((model, verdicts)) = &by_model {
-        let verdicts: Vec<Option<JudgeVerdict>> = verdicts.iter().copied().map(Some).collect();
-        let exact: Vec<bool> = judged.iter().map(|j| j.exact_match).collect();
-        let rules: Vec<equivalence::Verdict> = judged.iter().map(|j| j.verdict.clone()).collect();
-        summary["judge_equivalence"] =
-            lector_generate::evaluate::judge_equivalence_summary(model, &verdicts, &exact, &rules);
-    }
+    let summary = &report.summary;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        println!("{}", serde_json::to_string_pretty(summary)?);
         return Ok(());
     }
     println!(
@@ -547,7 +467,8 @@ fn equivalence(args: &EquivalenceArgs) -> Result<()> {
         return Ok(());
     }
     println!("against {} labels:", summary["labelled"]);
-    let rows: Vec<Vec<String>> = agreement
+    let rows: Vec<Vec<String>> = report
+        .agreement
         .iter()
         .map(|a| {
             vec![

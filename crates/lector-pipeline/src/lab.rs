@@ -3,6 +3,7 @@
 //! parses arguments and renders, and Python calls the same code.
 //!
 //! - [`bertscore`]: BERTScore of candidates against references with a local encoder;
+//! - [`equivalence`]: free-form answers judged by rules (and a judge model) against golds;
 //! - [`judge`]: a language model as judge of answers, with its own reliability;
 //! - [`faithfulness`]: the claim checker against labelled claims, beside word overlap;
 //! - [`canary`]: a fixed question set re-asked and compared with a stored baseline;
@@ -11,6 +12,7 @@
 
 pub mod bertscore;
 pub mod canary;
+pub mod equivalence;
 pub mod faithfulness;
 pub mod hotpot;
 pub mod judge;

@@ -382,18 +382,48 @@ fn parse_names<T: std::str::FromStr<Err = String> + PartialEq>(
     Ok(out)
 }
 
-/// `lector eval equivalence --json` of `items` (dicts `{answer, golds, question?, context?,
-/// label?}`), with each item's verdicts under `items`.
+/// `lector eval equivalence --json` of `items` (dicts `{answer, golds, id?, question?,
+/// context?, label?}`), with each item's record (`--per-item`) under `per_item`. With a judge
+/// (the local GGUF `judge_model`, or `judge_api_model` behind `judge_endpoint`), its
+/// equivalence verdicts too.
 #[pyfunction]
-pub fn equivalence(py: Python<'_>, items: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    use lector_eval::equivalence;
-    let items: Vec<equivalence::Item> = serde_json::from_value(from_py(&items, "items")?)
-        .map_err(|e| crate::bad_argument(format!("items: {e}")))?;
-    let out = py.detach(|| {
-        let judged = equivalence::judge_all(&items);
-        let agreement = equivalence::agreement(&items, &judged);
-        serde_json::json!({"items": judged, "agreement": agreement})
-    });
+#[pyo3(signature = (items, *, judge_model = None, judge_endpoint = None, judge_api_model = None,
+    judge_api_key = None))]
+pub fn equivalence(
+    py: Python<'_>,
+    items: Bound<'_, PyAny>,
+    judge_model: Option<std::path::PathBuf>,
+    judge_endpoint: Option<String>,
+    judge_api_model: Option<String>,
+    judge_api_key: Option<String>,
+) -> PyResult<Py<PyAny>> {
+    let items: Vec<lector_eval::equivalence::Item> =
+        serde_json::from_value(from_py(&items, "items")?)
+            .map_err(|e| crate::bad_argument(format!("items: {e}")))?;
+    if items.is_empty() {
+        return Err(crate::bad_argument("items: no items"));
+    }
+    let judge = match (&judge_model, &judge_endpoint) {
+        (None, None) => None,
+        _ => Some(crate::generate::judge_spec(
+            judge_model,
+            judge_endpoint,
+            judge_api_model,
+            judge_api_key,
+        )?),
+    };
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let generator = match &judge {
+            Some(spec) => Some(spec.load(&|m| eprintln!("{m}")).or_raise()?),
+            None => None,
+        };
+        let report =
+            lector_pipeline::lab::equivalence::run(&items, generator.as_deref(), &mut |_, _| {})
+                .or_raise()?;
+        let mut out = report.summary;
+        out["per_item"] = report.per_item.into();
+        Ok(out)
+    })?;
     Ok(serialized(py, &out)?.unbind())
 }
 

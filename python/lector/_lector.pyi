@@ -194,6 +194,12 @@ def generative(
     select: str = ...,
     generator_model: Optional[str] = ...,
     max_new_tokens: Optional[int] = ...,
+    reader: bool = ...,
+    reader_model: Optional[str] = ...,
+    judge_model: Optional[str] = ...,
+    judge_endpoint: Optional[str] = ...,
+    judge_api_model: Optional[str] = ...,
+    judge_api_key: Optional[str] = ...,
     per_question: bool = ...,
     progress: bool = ...,
 ) -> Dict[str, Any]: ...

@@ -212,10 +212,20 @@ def generative(
     select: str = "fixed",
     generator_model: Optional[Union[str, "os.PathLike[str]"]] = None,
     max_new_tokens: Optional[int] = None,
+    reader: bool = False,
+    reader_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    judge_model: Optional[Union[str, "os.PathLike[str]"]] = None,
+    judge_endpoint: Optional[str] = None,
+    judge_api_model: Optional[str] = None,
+    judge_api_key: Optional[str] = None,
     per_question: bool = False,
     progress: bool = False,
 ) -> Dict[str, Any]:
-    """Generated answers scored as ``lector eval generative --json --no-reader`` scores them.
+    """Generated answers scored as ``lector eval generative --json`` scores them (with
+    ``reader=True`` the extractive reader, ``reader_model`` or the shipped one, reads the same
+    paragraphs under ``extractive``, as the CLI does unless ``--no-reader``; a judge,
+    ``judge_model`` or ``judge_api_model`` behind ``judge_endpoint``, adds its equivalence
+    verdicts under ``judge_equivalence``).
     ``data`` is a SQuAD file (open book: each answerable question with its gold paragraph as
     passage ``[1]``, unless ``closed_book``) or, with ``squad=False``, NQ-open JSON lines asked
     closed book; the first ``limit`` questions, decoded greedily by the local GGUF
@@ -233,7 +243,9 @@ def generative(
     return _lector.generative(
         os.fspath(data), squad=squad, closed_book=closed_book, limit=limit, prompt=path(prompt),
         examples=path(examples), shots=shots, select=select,
-        generator_model=path(generator_model), max_new_tokens=max_new_tokens,
+        generator_model=path(generator_model), max_new_tokens=max_new_tokens, reader=reader,
+        reader_model=path(reader_model), judge_model=path(judge_model), judge_endpoint=judge_endpoint,
+        judge_api_model=judge_api_model, judge_api_key=judge_api_key,
         per_question=per_question, progress=progress,
     )
 

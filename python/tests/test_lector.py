@@ -267,16 +267,22 @@ def test_eval_generative_with_a_prompt_and_examples_gives_the_clis_numbers(lecto
     }) + "\n")
     rows = tmp_path / "rows.jsonl"
     cli = json.loads(run_cli(
-        lector_bin, "eval", "generative", "--squad", str(SAMPLE), "--limit", "3", "--no-reader",
+        lector_bin, "eval", "generative", "--squad", str(SAMPLE), "--limit", "3",
         "--prompt", "chain-of-thought", "--examples", str(examples), "--shots", "1",
         "--per-question", str(rows), "--json",
     ))
     ours = lector.eval.generative(SAMPLE, limit=3, prompt="chain-of-thought", examples=examples, shots=1,
-                                  per_question=True)
-    assert ours["generative"] == cli["generative"]
-    assert (ours["questions"], ours["mode"], ours["prompt"]) == (3, "open_book", "chain-of-thought")
+                                  reader=True, per_question=True)
+    timings = ("seconds", "generated_tokens_per_second", "timings")
+    untimed = lambda v: ({k: untimed(x) for k, x in v.items() if k not in timings} if isinstance(v, dict)
+                         else [untimed(x) for x in v] if isinstance(v, list) else v)
     cli_rows = [json.loads(line) for line in rows.read_text().splitlines()]
-    assert [r["generated"] for r in ours["per_question"]] == [r["generated"] for r in cli_rows]
+    assert untimed(ours.pop("per_question")) == untimed(cli_rows)
+    assert untimed(ours) == untimed(cli) and ours["extractive"]["exact_match"] >= 0
+    assert (ours["questions"], ours["mode"], ours["prompt"]) == (3, "open_book", "chain-of-thought")
+    ours = lector.eval.generative(SAMPLE, limit=3, prompt="chain-of-thought", examples=examples, shots=1,
+                                  per_question=True)
+    assert ours["extractive"] is None
     assert all("reasoning" in r for r in ours["per_question"])
     with pytest.raises(lector.LectorError, match="unknown variable `qestion`"):
         bad = tmp_path / "bad.toml"

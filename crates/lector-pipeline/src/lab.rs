@@ -7,6 +7,7 @@
 //! - [`judge`]: a language model as judge of answers, with its own reliability;
 //! - [`faithfulness`]: the claim checker against labelled claims, beside word overlap;
 //! - [`canary`]: a fixed question set re-asked and compared with a stored baseline;
+//! - [`generative`]: generated answers open or closed book, beside the extractive reader;
 //! - [`rag`]: retrieval-augmented generation end to end on a SQuAD file;
 //! - [`hotpot`]: multi-hop questions end to end on a HotpotQA file.
 
@@ -14,6 +15,7 @@ pub mod bertscore;
 pub mod canary;
 pub mod equivalence;
 pub mod faithfulness;
+pub mod generative;
 pub mod hotpot;
 pub mod judge;
 pub mod rag;

@@ -403,15 +403,12 @@ pub fn equivalence(
     if items.is_empty() {
         return Err(crate::bad_argument("items: no items"));
     }
-    let judge = match (&judge_model, &judge_endpoint) {
-        (None, None) => None,
-        _ => Some(crate::generate::judge_spec(
-            judge_model,
-            judge_endpoint,
-            judge_api_model,
-            judge_api_key,
-        )?),
-    };
+    let judge = crate::generate::optional_judge(
+        judge_model,
+        judge_endpoint,
+        judge_api_model,
+        judge_api_key,
+    )?;
     let out = py.detach(|| -> PyResult<serde_json::Value> {
         let generator = match &judge {
             Some(spec) => Some(spec.load(&|m| eprintln!("{m}")).or_raise()?),

@@ -2,26 +2,28 @@
 //! file and few-shot examples.
 
 use crate::{serialized, OrRaise};
-use lector_generate::evaluate::GoldRun;
-use lector_generate::{Decoding, GenerateOptions, Generator as _, Message};
+use lector_generate::{GenerateOptions, Message};
 use lector_pipeline::generative::{DecodingSpec, EndpointSpec, GeneratorSpec};
 use lector_pipeline::odqa;
 use lector_pipeline::prompting::{self, PromptSpec};
 use pyo3::prelude::*;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Generated answers scored as `lector eval generative --json --no-reader` scores them: `data` a
-/// SQuAD file (open book: each answerable question with its gold paragraph, unless
-/// `closed_book`) or, with `squad=False`, NQ-open JSON lines (closed book); greedy decoding
-/// with the local GGUF `generator_model` [default: the registry's]. `prompt` names a prompt file
-/// or a shipped prompt; `examples` few-shot examples, `shots` per question, chosen `fixed` or
-/// `similar` (by the embedder). With `per_question`, the per-question rows too.
+/// Generated answers scored as `lector eval generative --json` scores them: `data` a SQuAD file
+/// (open book: each answerable question with its gold paragraph, unless `closed_book`) or, with
+/// `squad=False`, NQ-open JSON lines (closed book); greedy decoding with the local GGUF
+/// `generator_model` [default: the registry's]. `prompt` names a prompt file or a shipped prompt;
+/// `examples` few-shot examples, `shots` per question, chosen `fixed` or `similar` (by the
+/// embedder). With `reader` (open book), the extractive reader (`reader_model`, default the
+/// shipped one) on the same paragraphs; with a judge, its equivalence verdicts. With
+/// `per_question`, the per-question rows too.
 #[pyfunction]
 #[pyo3(signature = (data, *, squad = true, closed_book = false, limit = None, prompt = None,
     examples = None, shots = 3, select = "fixed", generator_model = None, max_new_tokens = None,
-    per_question = false, progress = false))]
+    reader = false, reader_model = None, judge_model = None, judge_endpoint = None,
+    judge_api_model = None, judge_api_key = None, per_question = false, progress = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn generative(
     py: Python<'_>,
@@ -35,9 +37,16 @@ pub fn generative(
     select: &str,
     generator_model: Option<PathBuf>,
     max_new_tokens: Option<usize>,
+    reader: bool,
+    reader_model: Option<PathBuf>,
+    judge_model: Option<PathBuf>,
+    judge_endpoint: Option<String>,
+    judge_api_model: Option<String>,
+    judge_api_key: Option<String>,
     per_question: bool,
     progress: bool,
 ) -> PyResult<Py<PyAny>> {
+    use lector_pipeline::lab::generative;
     if !squad && !closed_book {
         return Err(crate::bad_argument(
             "questions without paragraphs (squad=False) need closed_book=True",
@@ -50,48 +59,69 @@ pub fn generative(
         select: select.parse().map_err(crate::bad_argument)?,
         embedder: None,
     };
+    let judge = optional_judge(judge_model, judge_endpoint, judge_api_model, judge_api_key)?;
+    let decoding = DecodingSpec {
+        max_new_tokens,
+        ..DecodingSpec::default()
+    };
     let bar = crate::index::bar(progress);
     let out = py.detach(|| -> PyResult<serde_json::Value> {
         let dataset = match squad {
             true => odqa::squad_questions(&data, limit, false).or_raise()?.0,
             false => odqa::open_questions(&data, limit).or_raise()?.0,
         };
-        let prompting = prompting::load(&spec, &|_| {}, &mut |_, _| {}).or_raise()?;
-        let options = GenerateOptions {
-            decoding: Decoding::Greedy,
-            max_new_tokens: prompting.max_new_tokens(max_new_tokens),
-            ..GenerateOptions::default()
-        };
-        options.validate().map_err(crate::bad_argument)?;
+        let notify = |m: &str| eprintln!("{m}");
+        let prompting = prompting::load(&spec, &notify, &mut |_, _| {}).or_raise()?;
+        let generation = decoding.options_for(&prompting).or_raise()?;
         let generator =
-            lector_pipeline::config::load_generator(generator_model.as_deref(), &|_| {})
+            lector_pipeline::config::load_generator(generator_model.as_deref(), &notify)
                 .or_raise()?;
         let open_book = !closed_book;
-        bar.set_length(dataset.questions.len() as u64);
-        let start = Instant::now();
-        let run = GoldRun::run(
-            &generator,
-            &dataset,
-            open_book,
-            &options,
-            &prompting,
-            &mut || bar.inc(1),
-        )
+        let reader = match reader && open_book {
+            true => {
+                let dir =
+                    lector_models::registry::resolve_reader(reader_model.as_deref()).or_raise()?;
+                Some(lector_reader::Reader::load(&dir).or_raise()?)
+            }
+            false => None,
+        };
+        let judge = match &judge {
+            Some(spec) => Some(spec.load(&notify).or_raise()?),
+            None => None,
+        };
+        let models = generative::Models {
+            generator: &generator,
+            generation: &generation,
+            prompting: &prompting,
+            reader: reader.as_ref(),
+            judge: judge.as_deref(),
+        };
+        let report = generative::run(&dataset, open_book, &models, &mut |_, done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        })
         .or_raise()?;
-        let seconds = start.elapsed().as_secs_f64();
-        let mut out = run.report_json(
-            open_book,
-            &generator.name(),
-            prompting.prompt.name(),
-            seconds,
-        );
+        let mut out = report.json;
         if per_question {
-            out["per_question"] = run.rows(&dataset).into();
+            out["per_question"] = report.per_question.into();
         }
         Ok(out)
     })?;
     bar.finish_and_clear();
     Ok(serialized(py, &out)?.unbind())
+}
+
+/// The judge a call names (`judge_model`, or `judge_api_model` behind `judge_endpoint`), if any.
+pub(crate) fn optional_judge(
+    model: Option<PathBuf>,
+    endpoint: Option<String>,
+    api_model: Option<String>,
+    api_key: Option<String>,
+) -> PyResult<Option<GeneratorSpec>> {
+    match (&model, &endpoint) {
+        (None, None) => Ok(None),
+        _ => Ok(Some(judge_spec(model, endpoint, api_model, api_key)?)),
+    }
 }
 
 /// `lector eval generative --squad DATA --retrieve --json`: the SQuAD file's paragraphs added to
@@ -184,15 +214,7 @@ pub fn rag(
         embedder: None,
     };
     let generator = judge_spec(generator_model, endpoint, api_model, api_key)?;
-    let judge = match (&judge_model, &judge_endpoint) {
-        (None, None) => None,
-        _ => Some(judge_spec(
-            judge_model,
-            judge_endpoint,
-            judge_api_model,
-            judge_api_key,
-        )?),
-    };
+    let judge = optional_judge(judge_model, judge_endpoint, judge_api_model, judge_api_key)?;
     let decoding = DecodingSpec {
         temperature,
         seed,

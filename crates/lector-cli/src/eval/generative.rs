@@ -21,14 +21,11 @@ use crate::generate::{GeneratorArgs, PromptArgs};
 use crate::table::print_table;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use lector_eval::squad::{self, Dataset};
-use lector_generate::evaluate::{self, GoldRun, Summary};
-use lector_generate::judge::Verdict as JudgeVerdict;
+use lector_generate::evaluate::Summary;
+use lector_pipeline::lab::generative::{self, Step};
 use lector_reader::Reader;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::time::Instant;
 
 mod rag;
 
@@ -82,115 +79,46 @@ pub fn run(args: &GenerativeArgs) -> Result<()> {
         (None, None) => bail!("give --squad DATA.json, or --questions FILE --closed-book"),
     };
     let prompting = args.prompt.load()?;
-    let options = args.generator.options_for(&prompting)?;
+    let generation = args.generator.options_for(&prompting)?;
     let generator = args.generator.load()?;
-    let start = Instant::now();
-    let bar = ProgressBar::new(dataset.questions.len() as u64);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} questions [{elapsed_precise}<{eta_precise}]",
-        )
-        .expect("valid template"),
-    );
-    let run = GoldRun::run(
-        generator.as_ref(),
-        &dataset,
-        open_book,
-        &options,
-        &prompting,
-        &mut || bar.inc(1),
-    )?;
-    bar.finish_and_clear();
-    let seconds = start.elapsed().as_secs_f64();
     let reader = match args.no_reader || !open_book {
         true => None,
-        false => Some(read_gold(args, &dataset)?),
-    };
-    let extractive = match &reader {
-        Some((answers, scores)) => {
-            let answers: Vec<&str> = answers.iter().map(String::as_str).collect();
-            let (_, rouge) = evaluate::score_answers(&dataset, &answers)?;
-            let verdicts = evaluate::equivalence(&dataset, &answers);
-            Some(evaluate::summarise(scores, &rouge, &verdicts, &[], false))
+        false => {
+            let dir = lector_models::registry::resolve_reader(args.model.as_deref())?;
+            Some(
+                Reader::load(&dir)
+                    .with_context(|| format!("loading the reader from {}", dir.display()))?,
+            )
         }
-        None => None,
     };
-    let shorts = run.short_answers();
-    let judged = match args.rag.judge.load()? {
-        Some(judge) => Some(judge_equivalence(judge.as_ref(), &dataset, &shorts)?),
-        None => None,
+    let judge = args.rag.judge.load()?;
+    let models = generative::Models {
+        generator: generator.as_ref(),
+        generation: &generation,
+        prompting: &prompting,
+        reader: reader.as_ref(),
+        judge: judge.as_deref(),
     };
-    if let Some(path) = &args.per_question {
-        let mut rows = run.rows(&dataset);
-        if let Some((answers, rs)) = &reader {
-            for (i, row) in rows.iter_mut().enumerate() {
-                row["reader_answer"] = answers[i].clone().into();
-                row["reader_em"] = rs[i].em.into();
-                row["reader_f1"] = rs[i].f1.into();
-            }
-        }
-        if let Some((_, verdicts)) = &judged {
-            for (row, verdict) in rows.iter_mut().zip(verdicts) {
-                row["judge_equivalence"] = verdict.map(JudgeVerdict::name).into();
-            }
-        }
-        super::write_jsonl(path, &rows)?;
-    }
-    let mut json = run.report_json(
-        open_book,
-        &generator.name(),
-        prompting.prompt.name(),
-        seconds,
-    );
-    json["extractive"] = serde_json::to_value(extractive.as_ref().map(Summary::to_json))?;
-    if let Some((model, verdicts)) = &judged {
-        json["judge_equivalence"] = evaluate::judge_equivalence_summary(
-            model,
-            verdicts,
-            &exact(&run.scores),
-            &run.verdicts,
-        );
-    }
-    print_report(args.json, &json, &run.summary, extractive.as_ref())
-}
-
-/// Whether each score is an exact match.
-pub(super) fn exact(scores: &[squad::QuestionScore]) -> Vec<bool> {
-    scores.iter().map(|s| s.em > 0.0).collect()
-}
-
-/// The judge's equivalence verdict on each short answer, with the judge's model name.
-fn judge_equivalence(
-    generator: &dyn lector_generate::Generator,
-    dataset: &Dataset,
-    shorts: &[&str],
-) -> Result<(String, Vec<Option<JudgeVerdict>>)> {
-    let bar = super::odqa::progress_bar(dataset.questions.len() as u64);
-    bar.set_message("answers judged for equivalence");
-    let judged = lector_pipeline::lab::rag::judge_equivalence(
-        generator,
-        dataset,
-        shorts,
-        &mut |_, done, _| bar.set_position(done as u64),
-    )?;
-    bar.finish_and_clear();
-    Ok(judged)
-}
-
-/// The reader's answers on the gold paragraphs and their scores.
-fn read_gold(
-    args: &GenerativeArgs,
-    dataset: &Dataset,
-) -> Result<(Vec<String>, Vec<squad::QuestionScore>)> {
-    let dir = lector_models::registry::resolve_reader(args.model.as_deref())?;
-    let reader =
-        Reader::load(&dir).with_context(|| format!("loading the reader from {}", dir.display()))?;
-    let bar = ProgressBar::new(dataset.questions.len() as u64);
-    let read = lector_pipeline::odqa::read_gold(&reader, dataset, &mut |done| {
-        bar.set_position(done as u64)
+    let bar = super::odqa::progress_bar(0);
+    let report = generative::run(&dataset, open_book, &models, &mut |step, done, total| {
+        bar.set_message(match step {
+            Step::Generate => "questions answered",
+            Step::Read => "gold paragraphs read",
+            Step::JudgeEquivalence => "answers judged for equivalence",
+        });
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
     })?;
     bar.finish_and_clear();
-    Ok(read)
+    if let Some(path) = &args.per_question {
+        super::write_jsonl(path, &report.per_question)?;
+    }
+    print_report(
+        args.json,
+        &report.json,
+        &report.generative,
+        report.extractive.as_ref(),
+    )
 }
 
 fn print_report(json: bool, report: &Value, g: &Summary, e: Option<&Summary>) -> Result<()> {

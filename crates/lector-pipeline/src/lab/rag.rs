@@ -289,10 +289,14 @@ pub fn run(
         extras.insert("judge".into(), j.summary());
     }
     if let Some((model, judged)) = &equivalence_judged {
-        let exact: Vec<bool> = scores.iter().map(|s| s.em > 0.0).collect();
         extras.insert(
             "judge_equivalence".into(),
-            evaluate::judge_equivalence_summary(model, judged, &exact, &verdicts),
+            evaluate::judge_equivalence_summary(
+                model,
+                judged,
+                &super::generative::exact(&scores),
+                &verdicts,
+            ),
         );
     }
     Ok(Report {

@@ -742,6 +742,7 @@ def calibrate(
     dry_run: bool = False,
     reader: Optional[Reader] = None,
     mode: Optional[str] = None,
+    html: Optional[PathLike] = None,
     progress: bool = False,
 ) -> Dict[str, Any]:
     """Chooses the no-answer threshold and fits the confidence map of ``index`` on labelled
@@ -761,6 +762,8 @@ def calibrate(
         evaluate: Measure the stored calibration on ``data`` instead (nothing is written).
         reader: The reader (default: ``Reader()``'s checkpoint).
         mode: Retrieval of ``retrieve``: ``"bm25"``, ``"dense"`` or ``"hybrid"``.
+        html: Write the HTML report (``--html``: the coverage curve and the chosen cut, or the
+            stored threshold measured, with the confidence map's reliability) there.
         progress: A progress bar on stderr.
 
     Returns the fields of ``lector calibrate --json``: ``calibration`` (what is stored),
@@ -780,6 +783,7 @@ def calibrate(
         dry_run=dry_run,
         reader=None if reader is None else reader.model_dir,
         mode=mode,
+        html=None if html is None else os.fspath(html),
         progress=progress,
     )
 

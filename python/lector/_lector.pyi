@@ -138,6 +138,7 @@ def calibrate(
     reader: Optional[str] = ...,
     mode: Optional[str] = ...,
     progress: bool = ...,
+    html: Optional[str] = ...,
 ) -> Dict[str, Any]: ...
 def odqa(
     pipeline: Pipeline,
@@ -157,6 +158,7 @@ def odqa(
     by: Sequence[str] = ...,
     overlap_bins: int = ...,
     low_overlap: float = ...,
+    html: Optional[str] = ...,
 ) -> Dict[str, Any]: ...
 def adversarial(
     reader: Reader,
@@ -172,6 +174,7 @@ def adversarial(
     seed: int = ...,
     per_question: bool = ...,
     progress: bool = ...,
+    html: Optional[str] = ...,
 ) -> Dict[str, Any]: ...
 def generate_questions(
     pipeline: Pipeline,
@@ -295,6 +298,7 @@ def squad(
     resamples: int = ...,
     confidence: float = ...,
     seed: int = ...,
+    html: Optional[str] = ...,
 ) -> Dict[str, Any]: ...
 def retrieval(
     qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], ks: Sequence[int] = ...

@@ -58,11 +58,14 @@ def squad(
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    html: Optional[Union[str, "os.PathLike[str]"]] = None,
 ) -> Dict[str, Any]:
     """Scores ``predictions`` (``{question id: answer}``, ``""`` for no answer) against a SQuAD
     dataset (the parsed JSON file). Returns the official script's output: ``exact_match`` and
     ``f1`` for v1.1; ``exact``, ``f1``, ``total``, the ``HasAns_``/``NoAns_`` breakdown and, with
-    ``na_probs``, the best thresholds for v2.0.
+    ``na_probs``, the best thresholds for v2.0; and ``intervals`` (percentile bootstrap of each
+    score, ``resamples`` at ``confidence``), as ``lector eval squad --json``. ``html`` writes the
+    HTML report (``--html``) there.
 
     ``by`` (names from :data:`BREAKDOWNS`) adds ``breakdowns``, as ``lector eval squad --by``:
     ``{"qtype": [...], "overlap": [...]}``, each group with ``label``, ``questions`` and
@@ -71,7 +74,8 @@ def squad(
     probs = None if na_probs is None else list(na_probs.items())
     return _lector.squad(dataset, list(predictions.items()), probs, na_prob_thresh,
                          by=_facets(by), overlap_bins=overlap_bins, low_overlap=low_overlap,
-                         resamples=resamples, confidence=confidence, seed=seed)
+                         resamples=resamples, confidence=confidence, seed=seed,
+                         html=None if html is None else os.fspath(html))
 
 
 def _facets(by: Sequence[str]) -> list:
@@ -178,6 +182,7 @@ def odqa(
     by: Sequence[str] = (),
     overlap_bins: int = 4,
     low_overlap: float = 0.5,
+    html: Optional[Union[str, "os.PathLike[str]"]] = None,
 ) -> Dict[str, Any]:
     """Asks every question of ``data`` through ``pipeline`` (its index, reader, retrieval and
     calibration) from the top ``k`` passages and scores the answers, as ``lector eval odqa
@@ -187,7 +192,8 @@ def odqa(
     ``resamples`` bootstrap intervals at ``confidence``, answer recall at k, abstentions and the
     outcome of every question (retrieval, ranking or reading miss); ``per_question`` adds the
     per-question records of ``--per-question``; ``by`` the end-to-end ``breakdowns`` of
-    :func:`squad` (overlap needs SQuAD data, whose questions have their paragraphs)."""
+    :func:`squad` (overlap needs SQuAD data, whose questions have their paragraphs); ``html``
+    writes the HTML report of ``--html`` there."""
     from . import Pipeline
 
     if not isinstance(pipeline, Pipeline):
@@ -197,6 +203,7 @@ def odqa(
         rank_prior=rank_prior, ambiguity_odds=ambiguity_odds, resamples=resamples,
         confidence=confidence, seed=seed, per_question=per_question, progress=progress,
         by=_facets(by), overlap_bins=overlap_bins, low_overlap=low_overlap,
+        html=None if html is None else os.fspath(html),
     )
 
 
@@ -360,6 +367,7 @@ def adversarial(
     confidence: float = 0.95,
     seed: int = 0,
     per_question: bool = False,
+    html: Optional[Union[str, "os.PathLike[str]"]] = None,
     progress: bool = False,
 ) -> Dict[str, Any]:
     """Reads the answerable questions of ``data`` (a SQuAD or MRQA file), the first ``limit``,
@@ -370,7 +378,7 @@ def adversarial(
     Returns ``questions``, the original ``exact_match``/``f1`` and one entry of ``variants`` per
     kind and position: EM/F1 before and after on the same questions, ``f1_change`` with its
     paired-bootstrap interval, and ``answers_from_distractor`` (percent). ``per_question`` adds
-    each distractor with both answers."""
+    each distractor with both answers; ``html`` writes the HTML report there."""
     from . import Reader
 
     if not isinstance(reader, Reader):
@@ -378,7 +386,8 @@ def adversarial(
     return _lector.adversarial(
         reader._inner, os.fspath(data), limit=limit, kinds=list(kinds), positions=list(positions),
         candidates=candidates, distractor_seed=distractor_seed, resamples=resamples,
-        confidence=confidence, seed=seed, per_question=per_question, progress=progress,
+        confidence=confidence, seed=seed, per_question=per_question,
+        html=None if html is None else os.fspath(html), progress=progress,
     )
 
 

@@ -31,7 +31,9 @@ def test_reader_answers_equal_the_cli_and_score_the_same(lector_bin, sample, tmp
     ours = {qid: p.answer.text for (qid, _, _), p in zip(pairs, predictions)}
     assert len(ours) == 216
     assert ours == cli_predictions
-    scores = lector.eval.squad(sample, ours, by=lector.eval.BREAKDOWNS)
+    scores = lector.eval.squad(sample, ours, by=lector.eval.BREAKDOWNS, html=tmp_path / "squad.html")
+    assert scores == cli_scores and {name for name, _ in scores["intervals"]} >= {"exact_match", "f1"}
+    assert (tmp_path / "squad.html").read_text().count("<svg") >= 1
     assert scores["exact_match"] == cli_scores["exact_match"]
     assert scores["f1"] == cli_scores["f1"]
     # The breakdowns, intervals included, are the CLI's to the last digit.
@@ -154,8 +156,10 @@ def test_calibrate_gives_the_clis_numbers_and_the_pipeline_uses_what_it_stored(l
     # Gold paragraphs of SQuAD v2.0 (answerable and unanswerable), nothing written.
     v2 = lector.eval.shared_data("squad/dev-v2.0.json")
     index = lector.Index(odqa["index"])
-    ours = lector.calibrate(index, v2, limit=40, dry_run=True)
-    cli = calibrate_cli(lector_bin, "--squad", v2, "--limit", "40", "--dry-run", "--index", odqa["index"])
+    ours = lector.calibrate(index, v2, limit=40, dry_run=True, html=tmp_path / "ours.html")
+    cli = calibrate_cli(lector_bin, "--squad", v2, "--limit", "40", "--dry-run", "--index", odqa["index"],
+                        "--html", str(tmp_path / "cli.html"))
+    assert (tmp_path / "ours.html").read_text() == (tmp_path / "cli.html").read_text()
     for key in ("calibration", "chosen", "default", "confidence"):
         assert ours[key] == cli[key], key
     assert ours["written"] is None and cli["written"] is None
@@ -189,9 +193,11 @@ def test_eval_odqa_gives_the_clis_numbers(lector_bin, odqa, tmp_path):
     # pipeline over the index the CLI kept.
     kept = tmp_path / "index"
     cli = json.loads(run_cli(lector_bin, "eval", "odqa", "--squad", str(SAMPLE), "--index", str(kept),
-                             "--limit", "30", "--k", "3", "--json", "--by", "qtype,overlap"))
+                             "--limit", "30", "--k", "3", "--json", "--by", "qtype,overlap",
+                             "--html", str(tmp_path / "cli.html")))
     ours = lector.eval.odqa(lector.Pipeline(lector.Index(kept)), SAMPLE, limit=30, k=3, per_question=True,
-                            by=("qtype", "overlap"))
+                            by=("qtype", "overlap"), html=tmp_path / "ours.html")
+    assert (tmp_path / "ours.html").read_text() == (tmp_path / "cli.html").read_text()
     assert sum(g["questions"] for g in ours["breakdowns"]["qtype"]) == 30
     timings = {"seconds", "mean_timings_ms"}
     assert {key for key in cli if key not in timings} <= set(ours)
@@ -221,9 +227,10 @@ def test_eval_adversarial_gives_the_clis_numbers(lector_bin, tmp_path):
     args = ["--limit", "6", "--kind", "addsent,addany", "--position", "end", "--candidates", "2"]
     records = tmp_path / "records.jsonl"
     cli = json.loads(run_cli(lector_bin, "eval", "adversarial", str(SAMPLE), *args, "--json",
-                             "--per-question", str(records)))
+                             "--per-question", str(records), "--html", str(tmp_path / "cli.html")))
     ours = lector.eval.adversarial(lector.Reader(), SAMPLE, limit=6, kinds=["addsent", "addany"],
-                                   positions=["end"], candidates=2, per_question=True)
+                                   positions=["end"], candidates=2, per_question=True, html=tmp_path / "ours.html")
+    assert (tmp_path / "ours.html").read_text() == (tmp_path / "cli.html").read_text()
     assert ours.pop("per_question") == [json.loads(line) for line in records.read_text().splitlines()]
     cli.pop("seconds"), ours.pop("seconds")
     assert ours == cli

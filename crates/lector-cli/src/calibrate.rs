@@ -6,15 +6,16 @@
 use crate::eval::odqa::{progress_bar, show_progress};
 use crate::index::IndexDir;
 use crate::search::{notify, pipeline_config, RerankOptions, RetrievalOptions};
-use crate::table::{fmt2, print_table};
+use crate::table::print_table;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use lector_eval::calibration::Method;
-use lector_eval::report::Report;
 use lector_eval::squad::{self, Dataset};
-use lector_pipeline::calibrate::{self, passages_name, CalibrateOptions, Evaluation, Fit};
+use lector_pipeline::calibrate::{
+    self, passages_name, threshold_row, CalibrateOptions, Evaluation, Fit, THRESHOLD_HEADER,
+};
 use lector_pipeline::calibration::{
-    Calibration, ConfidenceCheck, CurvePoint, Target, CROSS_VALIDATION_FOLDS, DEFAULT_THRESHOLD,
+    Calibration, ConfidenceCheck, Target, CROSS_VALIDATION_FOLDS, DEFAULT_THRESHOLD,
 };
 use lector_pipeline::Progress;
 use std::path::{Path, PathBuf};
@@ -140,12 +141,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         fit.calibration.save_to(store)?;
     }
     if let Some(path) = &args.html {
-        let mut report = fit.fitted.html_report(&args.squad, args.target);
-        let confidence = &fit.confidence;
-        confidence
-            .check
-            .add_to(&mut report, confidence.ece_cross_validated);
-        report.write(path)?;
+        fit.html(&args.squad, args.target).write(path)?;
     }
     show_fit(&args, &location, &dataset, &fit)
 }
@@ -193,22 +189,7 @@ fn show_evaluation(args: &CalibrateArgs, dataset: &Dataset, evaluation: &Evaluat
     let (threshold, default) = (&evaluation.stored_threshold, &evaluation.default);
     let check = &evaluation.confidence;
     if let Some(path) = &args.html {
-        let mut report = Report::new(format!(
-            "Calibration check: {} (fitted on {})",
-            args.squad.display(),
-            stored.data
-        ));
-        let rows = [
-            threshold_row("stored", stored.threshold, threshold),
-            threshold_row("default", DEFAULT_THRESHOLD, default),
-        ];
-        report.table(
-            "No-answer thresholds on this data",
-            &THRESHOLD_HEADER,
-            &rows,
-        );
-        check.add_to(&mut report, None);
-        report.write(path)?;
+        evaluation.html(&args.squad).write(path)?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(evaluation)?);
@@ -226,26 +207,6 @@ fn show_evaluation(args: &CalibrateArgs, dataset: &Dataset, evaluation: &Evaluat
     print_confidence(stored, check, "calibrated (stored map)", None);
     println!("evaluated only: nothing written");
     Ok(())
-}
-
-const THRESHOLD_HEADER: [&str; 6] = [
-    "threshold",
-    "na_prob <=",
-    "exact",
-    "f1",
-    "coverage",
-    "precision",
-];
-
-fn threshold_row(label: &str, threshold: f64, p: &CurvePoint) -> Vec<String> {
-    vec![
-        label.to_string(),
-        format!("{threshold}"),
-        fmt2(100.0 * p.exact),
-        fmt2(100.0 * p.f1),
-        fmt2(100.0 * p.coverage),
-        p.precision_percent(),
-    ]
 }
 
 fn print_questions(dataset: &Dataset, what: &str) {

@@ -36,9 +36,4 @@ fn looks_numeric(cell: &str) -> bool {
     !cell.is_empty() && cell.parse::<f64>().is_ok()
 }
 
-/// A number with two decimals, the way metric tables show percentages.
-pub fn fmt2(value: f64) -> String {
-    format!("{value:.2}")
-}
-
-pub use lector_eval::report::fmt_prob;
+pub use lector_eval::report::{fmt2, fmt_prob};

@@ -461,6 +461,11 @@ fn escape(text: &str) -> String {
     out
 }
 
+/// A number with two decimals, the way metric tables show percentages.
+pub fn fmt2(value: f64) -> String {
+    format!("{value:.2}")
+}
+
 /// A probability with four decimals, or in scientific notation when that would show nothing
 /// (calibrated no-answer thresholds can be 1e-5).
 pub fn fmt_prob(value: f64) -> String {

@@ -7,6 +7,7 @@
 
 use crate::{Progress, Result, Stage};
 use lector_eval::adversarial::{self, Kind, Pools, Position};
+use lector_eval::report::{fmt2, Metric, Report as HtmlReport};
 use lector_eval::squad::{self, Dataset, NoAnswer, Question, QuestionScore};
 use lector_eval::stats::{self, Bootstrap, Interval};
 use lector_reader::{Prediction, Query, ReadParams, Reader};
@@ -303,4 +304,65 @@ fn distinct<T: PartialEq + Copy>(items: &[T]) -> Vec<T> {
         }
     }
     out
+}
+
+/// The columns of [`rows`].
+pub const HEADER: [&str; 9] = [
+    "distractor",
+    "position",
+    "questions",
+    "EM before",
+    "EM after",
+    "F1 before",
+    "F1 after",
+    "F1 change [CI]",
+    "from distractor (%)",
+];
+
+/// One row per variant under [`HEADER`]: scores before and after (percent), the F1 change with
+/// its interval, and the answers taken from the distractor.
+pub fn rows(variants: &[Variant]) -> Vec<Vec<String>> {
+    // A variant no question got (AddSent on questions its rules cannot change) has no scores.
+    let fmt2 = |v: f64| if v.is_nan() { "-".to_string() } else { fmt2(v) };
+    let ci = |i: &Interval| format!("{} [{}, {}]", fmt2(i.mean), fmt2(i.low), fmt2(i.high));
+    variants
+        .iter()
+        .map(|v| {
+            vec![
+                v.kind.name().to_string(),
+                v.position.name().to_string(),
+                v.questions.to_string(),
+                fmt2(v.original_exact_match.mean),
+                fmt2(v.exact_match.mean),
+                fmt2(v.original_f1.mean),
+                fmt2(v.f1.mean),
+                ci(&v.f1_change),
+                format!("{:.1}", v.answers_from_distractor),
+            ]
+        })
+        .collect()
+}
+
+impl Report {
+    /// The HTML report titled after `data`: scores without distractors with intervals, the
+    /// variants' table, and how to read it.
+    pub fn html(&self, data: &std::path::Path, confidence: f64) -> HtmlReport {
+        let report = self;
+        let mut page = HtmlReport::new(format!("Adversarial distractors: {}", data.display()));
+        page.metrics(
+            "Without distractors (%)",
+            &[
+                Metric::with_interval("exact_match", report.original_exact_match),
+                Metric::with_interval("f1", report.original_f1),
+            ],
+            confidence,
+        );
+        page.table("With distractors (%)", &HEADER, &rows(&report.variants));
+        page.note(&format!(
+        "{} answerable questions. F1 change: adversarial minus original on the same questions, \
+         paired bootstrap. The last column: answers taken from the inserted sentence (%).",
+        report.questions
+    ));
+        page
+    }
 }

@@ -14,9 +14,11 @@ use crate::error::Result;
 use crate::odqa::gold_queries;
 use crate::{AskOptions, Built, Progress, Stage};
 use lector_eval::calibration::Method;
+use lector_eval::report::{fmt2, Report};
 use lector_eval::squad::Dataset;
 use lector_index::DocumentStore;
 use serde::Serialize;
+use std::path::Path;
 
 /// How a calibration is fitted or measured.
 #[derive(Debug, Clone)]
@@ -71,6 +73,63 @@ pub struct Evaluation {
     pub confidence: ConfidenceCheck,
     #[serde(skip)]
     pub warnings: Vec<String>,
+}
+
+impl Fit {
+    /// The HTML report for the data at `data`: accuracy and F1 against coverage with the chosen
+    /// and default cuts for `target`, and the confidence map's reliability.
+    pub fn html(&self, data: &Path, target: Target) -> Report {
+        let mut report = self.fitted.html_report(data, target);
+        self.confidence
+            .check
+            .add_to(&mut report, self.confidence.ece_cross_validated);
+        report
+    }
+}
+
+impl Evaluation {
+    /// The HTML report of a stored calibration measured on the data at `data`: its threshold
+    /// and the default one on this data, and its confidence map's reliability.
+    pub fn html(&self, data: &Path) -> Report {
+        let mut report = Report::new(format!(
+            "Calibration check: {} (fitted on {})",
+            data.display(),
+            self.evaluated.data
+        ));
+        let rows = [
+            threshold_row("stored", self.evaluated.threshold, &self.stored_threshold),
+            threshold_row("default", DEFAULT_THRESHOLD, &self.default),
+        ];
+        report.table(
+            "No-answer thresholds on this data",
+            &THRESHOLD_HEADER,
+            &rows,
+        );
+        self.confidence.add_to(&mut report, None);
+        report
+    }
+}
+
+/// The columns of [`threshold_row`].
+pub const THRESHOLD_HEADER: [&str; 6] = [
+    "threshold",
+    "na_prob <=",
+    "exact",
+    "f1",
+    "coverage",
+    "precision",
+];
+
+/// A threshold's point on the curve as a row under [`THRESHOLD_HEADER`] (percentages).
+pub fn threshold_row(label: &str, threshold: f64, p: &CurvePoint) -> Vec<String> {
+    vec![
+        label.to_string(),
+        format!("{threshold}"),
+        fmt2(100.0 * p.exact),
+        fmt2(100.0 * p.f1),
+        fmt2(100.0 * p.coverage),
+        p.precision_percent(),
+    ]
 }
 
 /// Reads `dataset`'s questions and fits a calibration on them. `store` is needed with

@@ -14,10 +14,12 @@ use std::path::PathBuf;
 /// Fits the no-answer threshold for `target` and the `confidence` map on the SQuAD file
 /// `squad` (the first `limit` questions), read in gold paragraphs or, with `retrieve`, the top
 /// k passages of the index; stores them with the index unless `dry_run`. With `evaluate`,
-/// measures the stored calibration instead. Returns the fields of `lector calibrate --json`.
+/// measures the stored calibration instead. Returns the fields of `lector calibrate --json`;
+/// `html` writes the HTML report there.
 #[pyfunction]
 #[pyo3(signature = (index, squad, *, target = "max-f1", confidence = "isotonic", retrieve = None,
-    limit = None, evaluate = false, dry_run = false, reader = None, mode = None, progress = false))]
+    limit = None, evaluate = false, dry_run = false, reader = None, mode = None, html = None,
+    progress = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn calibrate(
     py: Python<'_>,
@@ -31,6 +33,7 @@ pub fn calibrate(
     dry_run: bool,
     reader: Option<PathBuf>,
     mode: Option<&str>,
+    html: Option<PathBuf>,
     progress: bool,
 ) -> PyResult<Py<PyAny>> {
     let index = index.get();
@@ -104,11 +107,17 @@ pub fn calibrate(
                 &mut progress,
             )
             .or_raise()?;
+            if let Some(path) = &html {
+                evaluation.html(&squad).write(path).or_raise()?;
+            }
             return serde_json::to_value(&evaluation).or_raise();
         }
         let fit = fit(store, &dataset, &options, &notify, &mut progress).or_raise()?;
         for warning in &fit.warnings {
             eprintln!("warning: {warning}");
+        }
+        if let Some(path) = &html {
+            fit.html(&squad, target).write(path).or_raise()?;
         }
         let written = match (dry_run, store) {
             (false, Some(store)) => {

@@ -39,21 +39,21 @@ impl BreakdownRequest {
         })
     }
 
-    /// Adds `breakdowns` to `out` when any was asked for.
+    /// Adds `breakdowns` to `out` when any was asked for, and returns them (for a report).
     pub fn add(
         &self,
         out: &mut serde_json::Map<String, serde_json::Value>,
         questions: &[squad_eval::Question],
         scores: &[squad_eval::QuestionScore],
-    ) -> PyResult<()> {
+    ) -> PyResult<Vec<breakdown::Breakdown>> {
         if self.facets.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let found =
             breakdown::breakdowns(&self.facets, questions, scores, self.bins, &self.settings)
                 .or_raise()?;
         out.insert("breakdowns".into(), breakdown::to_json(&found));
-        Ok(())
+        Ok(found)
     }
 }
 
@@ -63,7 +63,8 @@ impl BreakdownRequest {
 /// `lector eval squad --by`), with bootstrap intervals.
 #[pyfunction]
 #[pyo3(signature = (dataset, predictions, na_probs = None, na_prob_thresh = 1.0, *, by = Vec::new(),
-    overlap_bins = 4, low_overlap = 0.5, resamples = 1000, confidence = 0.95, seed = 0))]
+    overlap_bins = 4, low_overlap = 0.5, resamples = 1000, confidence = 0.95, seed = 0,
+    html = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn squad(
     py: Python<'_>,
@@ -77,7 +78,9 @@ pub fn squad(
     resamples: usize,
     confidence: f64,
     seed: u64,
+    html: Option<std::path::PathBuf>,
 ) -> PyResult<Py<PyAny>> {
+    use lector_eval::summary;
     let settings = Bootstrap {
         resamples,
         confidence,
@@ -86,14 +89,27 @@ pub fn squad(
     let request = BreakdownRequest::new(&by, overlap_bins, low_overlap, settings)?;
     let text = from_py(&dataset, "dataset")?.to_string();
     let summary = py.detach(|| {
-        let dataset = squad_eval::parse_dataset(Path::new("<dataset>"), &text).or_raise()?;
+        let source = Path::new("<dataset>");
+        let dataset = squad_eval::parse_dataset(source, &text).or_raise()?;
         let no_answer = squad_eval::NoAnswer {
             probs: na_probs.as_ref(),
             threshold: na_prob_thresh,
         };
         let evaluation = squad_eval::evaluate(&dataset, &predictions, &no_answer).or_raise()?;
-        let mut summary = evaluation.summary;
-        request.add(&mut summary, &dataset.questions, &evaluation.questions)?;
+        let intervals =
+            summary::squad_intervals(&evaluation.questions, evaluation.version, &settings);
+        let mut summary = evaluation.summary.clone();
+        summary.insert(
+            "intervals".into(),
+            serde_json::to_value(&intervals).map_err(crate::bad_argument)?,
+        );
+        let found = request.add(&mut summary, &dataset.questions, &evaluation.questions)?;
+        if let Some(path) = &html {
+            let mut report =
+                summary::squad_report(source, &evaluation, &intervals, confidence, na_prob_thresh);
+            found.iter().for_each(|b| b.add_to(&mut report));
+            report.write(path).or_raise()?;
+        }
         PyResult::Ok(summary)
     })?;
     Ok(serialized(py, &summary)?.unbind())
@@ -175,7 +191,7 @@ pub fn shared_data(relative: &str) -> PyResult<std::path::PathBuf> {
 #[pyo3(signature = (pipeline, data, *, k = 5, limit = None, squad = true, vote = false,
     rank_prior = lector_pipeline::DEFAULT_RANK_PRIOR, ambiguity_odds = lector_pipeline::DEFAULT_AMBIGUITY_ODDS,
     resamples = 1000, confidence = 0.95, seed = 0, per_question = false, progress = false,
-    by = Vec::new(), overlap_bins = 4, low_overlap = 0.5))]
+    by = Vec::new(), overlap_bins = 4, low_overlap = 0.5, html = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn odqa(
     py: Python<'_>,
@@ -195,6 +211,7 @@ pub fn odqa(
     by: Vec<String>,
     overlap_bins: usize,
     low_overlap: f64,
+    html: Option<std::path::PathBuf>,
 ) -> PyResult<Py<PyAny>> {
     use lector_pipeline::odqa as run;
     let settings = Bootstrap {
@@ -226,11 +243,16 @@ pub fn odqa(
         .or_raise()?;
         let intervals = results.intervals(&settings);
         let mut summary = results.summary_json(&intervals, confidence);
-        request.add(
+        let found = request.add(
             &mut summary,
             &results.dataset.questions,
             &results.end_to_end,
         )?;
+        if let Some(path) = &html {
+            let mut report = results.html_report(&data, &intervals, confidence);
+            found.iter().for_each(|b| b.add_to(&mut report));
+            report.write(path).or_raise()?;
+        }
         let mut out = serde_json::Value::Object(summary);
         if per_question {
             out["per_question"] = results.per_question().into();
@@ -306,7 +328,8 @@ pub fn compare(
 #[pyfunction]
 #[pyo3(signature = (reader, data, *, limit = None, kinds = vec!["addsent".to_string(), "addany".to_string()],
     positions = vec!["start".to_string(), "end".to_string(), "random".to_string()], candidates = 4,
-    distractor_seed = 0, resamples = 1000, confidence = 0.95, seed = 0, per_question = false, progress = false))]
+    distractor_seed = 0, resamples = 1000, confidence = 0.95, seed = 0, per_question = false, html = None,
+    progress = false))]
 #[allow(clippy::too_many_arguments)]
 pub fn adversarial(
     py: Python<'_>,
@@ -321,6 +344,7 @@ pub fn adversarial(
     confidence: f64,
     seed: u64,
     per_question: bool,
+    html: Option<std::path::PathBuf>,
     progress: bool,
 ) -> PyResult<Py<PyAny>> {
     use lector_pipeline::adversarial as run;
@@ -358,6 +382,9 @@ pub fn adversarial(
             },
         )
         .or_raise()?;
+        if let Some(path) = &html {
+            report.html(&data, confidence).write(path).or_raise()?;
+        }
         let mut out = serde_json::json!(report);
         if per_question {
             out["per_question"] = serde_json::json!(records);

@@ -6,9 +6,7 @@ use crate::table::{fmt2, print_table};
 use anyhow::{Context, Result};
 use clap::Args;
 use lector_eval::adversarial::{Kind, Position};
-use lector_eval::report::{Metric, Report};
-use lector_eval::stats::Interval;
-use lector_pipeline::adversarial::{self, Options, Variant};
+use lector_pipeline::adversarial::{self, Options};
 use lector_reader::{ReadParams, Reader};
 use std::path::PathBuf;
 
@@ -70,7 +68,7 @@ pub fn run(args: &AdversarialArgs) -> Result<()> {
         write_jsonl(path, &records)?;
     }
     if let Some(path) = &args.output.html {
-        html(&report, &args.data, settings.confidence).write(path)?;
+        report.html(&args.data, settings.confidence).write(path)?;
     }
     if args.output.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
@@ -84,59 +82,6 @@ pub fn run(args: &AdversarialArgs) -> Result<()> {
         fmt2(report.original_f1.mean),
         report.seconds
     );
-    print_table(&HEADER, &rows(&report.variants));
+    print_table(&adversarial::HEADER, &adversarial::rows(&report.variants));
     Ok(())
-}
-
-const HEADER: [&str; 9] = [
-    "distractor",
-    "position",
-    "questions",
-    "EM before",
-    "EM after",
-    "F1 before",
-    "F1 after",
-    "F1 change [CI]",
-    "from distractor (%)",
-];
-
-fn rows(variants: &[Variant]) -> Vec<Vec<String>> {
-    // A variant no question got (AddSent on questions its rules cannot change) has no scores.
-    let fmt2 = |v: f64| if v.is_nan() { "-".to_string() } else { fmt2(v) };
-    let ci = |i: &Interval| format!("{} [{}, {}]", fmt2(i.mean), fmt2(i.low), fmt2(i.high));
-    variants
-        .iter()
-        .map(|v| {
-            vec![
-                v.kind.name().to_string(),
-                v.position.name().to_string(),
-                v.questions.to_string(),
-                fmt2(v.original_exact_match.mean),
-                fmt2(v.exact_match.mean),
-                fmt2(v.original_f1.mean),
-                fmt2(v.f1.mean),
-                ci(&v.f1_change),
-                format!("{:.1}", v.answers_from_distractor),
-            ]
-        })
-        .collect()
-}
-
-fn html(report: &adversarial::Report, data: &std::path::Path, confidence: f64) -> Report {
-    let mut page = Report::new(format!("Adversarial distractors: {}", data.display()));
-    page.metrics(
-        "Without distractors (%)",
-        &[
-            Metric::with_interval("exact_match", report.original_exact_match),
-            Metric::with_interval("f1", report.original_f1),
-        ],
-        confidence,
-    );
-    page.table("With distractors (%)", &HEADER, &rows(&report.variants));
-    page.note(&format!(
-        "{} answerable questions. F1 change: adversarial minus original on the same questions, \
-         paired bootstrap. The last column: answers taken from the inserted sentence (%).",
-        report.questions
-    ));
-    page
 }

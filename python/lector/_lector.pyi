@@ -300,6 +300,25 @@ def squad(
     seed: int = ...,
     html: Optional[str] = ...,
 ) -> Dict[str, Any]: ...
+def retrieval_run(
+    index: Index,
+    queries: str,
+    *,
+    qrels: Optional[str] = ...,
+    mode: Optional[str] = ...,
+    embedder: Optional[str] = ...,
+    rerank: Optional[str] = ...,
+    rerank_depth: int = ...,
+    depth: int = ...,
+    ks: List[int] = ...,
+    max_k: int = ...,
+    resamples: int = ...,
+    confidence: float = ...,
+    seed: int = ...,
+    per_query: bool = ...,
+    html: Optional[str] = ...,
+    progress: bool = ...,
+) -> Dict[str, Any]: ...
 def retrieval(
     qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]], ks: Sequence[int] = ...
 ) -> Dict[str, Any]: ...

@@ -2,6 +2,8 @@
 
 - :func:`squad`: SQuAD v1.1/v2.0 EM and F1, identical to the official evaluation scripts;
 - :func:`retrieval`: trec_eval's nDCG, recall, precision, MRR and MAP (as ``pytrec_eval``);
+- :func:`retrieval_run`: an index's own retrieval on a query file, scored against qrels or by
+  answer containment (``lector eval retrieval --index``);
 - :func:`hotpot`: HotpotQA's answer, supporting-fact and joint metrics (``hotpot_evaluate_v1.py``);
 - :func:`hotpot_run`: multi-hop questions of a HotpotQA file asked end to end and scored so
   (``lector eval hotpot``);
@@ -34,9 +36,9 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
 from . import _lector
 
 if TYPE_CHECKING:
-    from . import Pipeline, Reader
+    from . import Index, Pipeline, Reader
 
-__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "hotpot_run", "judge", "odqa", "rag", "retrieval", "rouge", "shared_data", "squad"]
+__all__ = ["BREAKDOWNS", "adversarial", "bertscore", "canary", "compare", "equivalence", "faithfulness", "generative", "hotpot", "hotpot_run", "judge", "odqa", "rag", "retrieval", "retrieval_run", "rouge", "shared_data", "squad"]
 
 #: The cutoffs of ``lector eval retrieval``.
 DEFAULT_KS = (1, 3, 5, 10, 20, 100)
@@ -95,6 +97,49 @@ def retrieval(
     not evaluated, as in ``pytrec_eval``."""
     return _lector.retrieval(
         {q: dict(d) for q, d in qrels.items()}, {q: dict(d) for q, d in run.items()}, list(ks)
+    )
+
+
+def retrieval_run(
+    index: "Index",
+    queries: Union[str, "os.PathLike[str]"],
+    *,
+    qrels: Optional[Union[str, "os.PathLike[str]"]] = None,
+    mode: Optional[str] = None,
+    embedder: Optional[Union[str, "os.PathLike[str]"]] = None,
+    rerank: Optional[Union[str, "os.PathLike[str]"]] = None,
+    rerank_depth: int = 20,
+    depth: int = 1000,
+    ks: Sequence[int] = DEFAULT_KS,
+    max_k: int = 100,
+    resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    per_query: bool = False,
+    html: Optional[Union[str, "os.PathLike[str]"]] = None,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Runs the queries of ``queries`` (BEIR JSON lines ``{_id, text}``, or a SQuAD file) through
+    ``index``'s retrieval (``mode``: ``bm25``, ``dense``, ``hybrid``, ``tfidf``; reranked by the
+    cross-encoder ``rerank`` over its first ``rerank_depth`` passages) and scores them as
+    ``lector eval retrieval --index --json`` does: with ``qrels`` (TREC or BEIR tsv), each query's
+    ``depth`` documents (each by its best passage) by nDCG, recall, precision and MRR at ``ks``
+    and MAP; without, whether the first ``max_k`` passages contain each question's answers
+    (``mrr``, ``recall_curve``). Every metric comes with a bootstrap interval; ``per_query`` adds
+    each query's record, ``html`` writes the HTML report there."""
+    from . import Index
+
+    if not isinstance(index, Index):
+        raise TypeError(f"index must be a lector.Index, not {type(index).__name__}")
+
+    def path(x: Any) -> Optional[str]:
+        return None if x is None else os.fspath(x)
+
+    return _lector.retrieval_run(
+        index._inner, os.fspath(queries), qrels=path(qrels), mode=mode, embedder=path(embedder),
+        rerank=path(rerank), rerank_depth=rerank_depth, depth=depth, ks=list(ks), max_k=max_k,
+        resamples=resamples, confidence=confidence, seed=seed, per_query=per_query, html=path(html),
+        progress=progress,
     )
 
 

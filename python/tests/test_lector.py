@@ -432,3 +432,31 @@ def test_rouge_equals_the_cli(lector_bin, sample, tmp_path):
         assert [row["id"] for row in ours["per_item"]] == [i["id"] for i in items]
     with pytest.raises(ValueError, match=r"items\[0\].*no references"):
         lector.eval.rouge([{"id": "x", "prediction": "a", "references": []}])
+
+
+def test_eval_retrieval_run_gives_the_clis_numbers(lector_bin, tmp_path):
+    """An index's own retrieval scored from Python equals `lector eval retrieval --index`: BEIR
+    SciFact against its qrels (BM25), and answer containment on the bundled sample."""
+    corpus = lector.eval.shared_data("beir/scifact/corpus.jsonl")
+    queries = lector.eval.shared_data("beir/scifact/queries.jsonl")
+    qrels = lector.eval.shared_data("beir/scifact/qrels/test.tsv")
+    index = lector.Index(tmp_path / "scifact")
+    index.add(paths=[corpus])
+    per_query = tmp_path / "per-query.jsonl"
+    cli = json.loads(run_cli(lector_bin, "eval", "retrieval", "--index", str(tmp_path / "scifact"),
+                             "--queries", queries, "--qrels", qrels, "--k", "10,100", "--resamples", "200",
+                             "--json", "--per-query", str(per_query), "--html", str(tmp_path / "cli.html")))
+    ours = lector.eval.retrieval_run(index, queries, qrels=qrels, ks=[10, 100], resamples=200, per_query=True,
+                                     html=tmp_path / "ours.html")
+    assert ours.pop("per_query") == [json.loads(line) for line in per_query.read_text().splitlines()]
+    assert ours == cli and ours["ndcg@10"]["mean"] >= 0.665
+    assert (tmp_path / "ours.html").read_text() == (tmp_path / "cli.html").read_text()
+
+    sample = lector.Index(tmp_path / "sample")
+    sample.add(paths=[str(SAMPLE)])
+    cli = json.loads(run_cli(lector_bin, "eval", "retrieval", "--index", str(tmp_path / "sample"),
+                             "--queries", str(SAMPLE), "--max-k", "20", "--json"))
+    ours = lector.eval.retrieval_run(sample, SAMPLE, max_k=20)
+    assert ours == cli and ours["questions"] == 216
+    with pytest.raises(ValueError, match="depth and max_k"):
+        lector.eval.retrieval_run(sample, SAMPLE, max_k=0)

@@ -7,6 +7,7 @@ use lector_eval::squad::{self, NoAnswer};
 use lector_eval::stats::{Bootstrap, Interval};
 use lector_eval::summary::{self, Intervals};
 use lector_eval::{breakdown, paired, retrieval, rouge};
+use lector_pipeline::lab::retrieval::Scored;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::io::Write;
@@ -541,6 +542,7 @@ fn ranking_metrics(run_path: &Path, qrels_path: &Path, args: &RetrievalArgs) -> 
 }
 
 /// Ranking metrics of `run` (read from, or produced for, `run_path`) against the qrels.
+/// A run file's rankings against qrels.
 fn score_run(
     run: &retrieval::Run,
     run_path: &Path,
@@ -548,80 +550,41 @@ fn score_run(
     qrels_path: &Path,
     args: &RetrievalArgs,
 ) -> Result<()> {
-    let eval = retrieval::evaluate(run, qrels, &args.k);
-    if eval.num_evaluated() == 0 {
-        bail!(
-            "no query of {} has judgements in {}: nothing to evaluate",
-            run_path.display(),
-            qrels_path.display()
-        );
-    }
-    for (what, ids) in [
-        (
-            "run queries have no judgements and are skipped",
-            &eval.run_qids_without_qrels,
-        ),
-        (
-            "judged queries are absent from the run and are skipped",
-            &eval.qrels_qids_without_run,
-        ),
-    ] {
-        if !ids.is_empty() {
-            eprintln!("warning: {} {what} (first: {})", ids.len(), ids[0]);
-        }
-    }
+    let mut warnings = Vec::new();
     let settings = args.output.bootstrap.settings();
-    let intervals = summary::ranking_intervals(&eval, &settings);
-    if let Some(path) = &args.per_query {
-        write_jsonl(path, &eval.queries)?;
+    let scored = Scored::ranking(run, qrels, &args.k, &settings, &mut warnings)
+        .with_context(|| format!("{} against {}", run_path.display(), qrels_path.display()))?;
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
     }
-    if let Some(path) = &args.output.html {
-        summary::ranking_report(run_path, &eval, &intervals, settings.confidence).write(path)?;
-    }
-    print_intervals(
-        args.output.json,
-        eval.num_evaluated(),
-        "queries",
-        &intervals,
-        settings.confidence,
-    )
+    show_scored(&scored, run_path, args)
 }
 
 fn answer_containment(path: &Path, args: &RetrievalArgs) -> Result<()> {
     let items = retrieval::read_answer_items(path)?;
-    score_answers(&items, path, args)
+    let scored = Scored::answers(&items, args.max_k, &args.output.bootstrap.settings())
+        .with_context(|| path.display().to_string())?;
+    show_scored(&scored, path, args)
 }
 
-/// Answer-containment recall of ranked passages (read from, or produced for, `path`).
-fn score_answers(items: &[retrieval::AnswerItem], path: &Path, args: &RetrievalArgs) -> Result<()> {
-    if items.is_empty() {
-        bail!("{}: no questions", path.display());
-    }
-    let recall = retrieval::answer_recall(items, args.max_k);
-    let settings = args.output.bootstrap.settings();
-    let intervals = summary::answer_recall_intervals(&recall, args.max_k, &settings);
+/// Writes and prints scored retrieval: per-query records, the HTML report, the table or JSON.
+fn show_scored(scored: &Scored, source: &Path, args: &RetrievalArgs) -> Result<()> {
+    let confidence = args.output.bootstrap.settings().confidence;
     if let Some(out) = &args.per_query {
-        write_jsonl(out, &recall.queries)?;
+        write_jsonl(out, &scored.per_query())?;
     }
     if let Some(out) = &args.output.html {
-        summary::answer_recall_report(path, &recall, &intervals, settings.confidence).write(out)?;
+        scored.html(source, confidence).write(out)?;
     }
     if args.output.json {
-        let mut out = Map::new();
-        out.insert("questions".into(), recall.queries.len().into());
-        out.insert("mrr".into(), recall.mrr.into());
-        out.insert("recall_curve".into(), serde_json::to_value(&recall.recall)?);
-        out.insert("intervals".into(), serde_json::to_value(&intervals)?);
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&scored.to_json(confidence))?
+        );
         return Ok(());
     }
-    print_intervals(
-        false,
-        recall.queries.len(),
-        "questions",
-        &intervals,
-        settings.confidence,
-    )
+    let (count, unit) = scored.count();
+    print_intervals(false, count, unit, scored.intervals(), confidence)
 }
 
 /// Metric means with intervals, as a table or JSON (`{metric: {mean, low, high}}`).

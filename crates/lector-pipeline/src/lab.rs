@@ -9,6 +9,8 @@
 //! - [`canary`]: a fixed question set re-asked and compared with a stored baseline;
 //! - [`generative`]: generated answers open or closed book, beside the extractive reader;
 //! - [`rag`]: retrieval-augmented generation end to end on a SQuAD file;
+//! - [`retrieval`]: rankings against qrels or by answer containment, and lector's own retrieval
+//!   run to make them;
 //! - [`hotpot`]: multi-hop questions end to end on a HotpotQA file.
 
 pub mod bertscore;
@@ -19,3 +21,4 @@ pub mod generative;
 pub mod hotpot;
 pub mod judge;
 pub mod rag;
+pub mod retrieval;

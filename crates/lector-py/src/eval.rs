@@ -842,3 +842,98 @@ pub fn hotpot_run(
     }
     Ok(serialized(py, &out)?.unbind())
 }
+
+/// `lector eval retrieval --index --queries --json`: the queries of the file `queries` (BEIR
+/// JSON lines, or a SQuAD file) run through the index's retrieval (`mode`, reranked by `rerank`),
+/// scored against the `qrels` file as document rankings (`depth` documents, cutoffs `ks`), or
+/// without qrels by whether the first `max_k` passages contain each question's answers. With
+/// `per_query`, each query's record; with `html`, the HTML report written there.
+#[pyfunction]
+#[pyo3(signature = (index, queries, *, qrels = None, mode = None, embedder = None, rerank = None,
+    rerank_depth = lector_index::DEFAULT_RERANK_DEPTH, depth = 1000, ks = DEFAULT_KS.to_vec(),
+    max_k = 100, resamples = 1000, confidence = 0.95, seed = 0, per_query = false, html = None,
+    progress = false))]
+#[allow(clippy::too_many_arguments)]
+pub fn retrieval_run(
+    py: Python<'_>,
+    index: &Bound<'_, crate::index::Index>,
+    queries: std::path::PathBuf,
+    qrels: Option<std::path::PathBuf>,
+    mode: Option<&str>,
+    embedder: Option<std::path::PathBuf>,
+    rerank: Option<std::path::PathBuf>,
+    rerank_depth: usize,
+    depth: usize,
+    ks: Vec<usize>,
+    max_k: usize,
+    resamples: usize,
+    confidence: f64,
+    seed: u64,
+    per_query: bool,
+    html: Option<std::path::PathBuf>,
+    progress: bool,
+) -> PyResult<Py<PyAny>> {
+    use lector_pipeline::lab::retrieval as lab;
+    let index = index.get();
+    let options = lab::Options {
+        retrieval: lector_pipeline::RetrievalConfig {
+            mode: crate::index::parse_mode(mode)?,
+            embedder: embedder.or_else(|| index.embedder_spec()),
+            ..Default::default()
+        },
+        rerank: rerank.map(|model| lector_pipeline::RerankConfig {
+            model,
+            depth: rerank_depth,
+        }),
+        depth,
+        ks,
+        max_k,
+        bootstrap: Bootstrap {
+            resamples,
+            confidence,
+            seed,
+        },
+    };
+    options.bootstrap.check().map_err(crate::bad_argument)?;
+    if depth == 0 || max_k == 0 {
+        return Err(crate::bad_argument("depth and max_k must be at least 1"));
+    }
+    let snapshot = index.snapshot()?;
+    let bar = crate::index::bar(progress);
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
+        let labelled = lector_eval::retrieval::read_queries(&queries).or_raise()?;
+        let judged = qrels
+            .as_deref()
+            .map(lector_eval::retrieval::read_qrels)
+            .transpose()
+            .or_raise()?;
+        bar.set_length(labelled.len() as u64);
+        let report = lab::run(
+            snapshot.as_ref(),
+            Some(snapshot.as_ref()),
+            &labelled,
+            judged.as_ref(),
+            &options,
+            &|m| eprintln!("{m}"),
+            &mut || bar.inc(1),
+        )
+        .or_raise()?;
+        for warning in &report.warnings {
+            eprintln!("warning: {warning}");
+        }
+        if let Some(path) = &html {
+            report
+                .scored
+                .html(&queries, confidence)
+                .write(path)
+                .or_raise()?;
+        }
+        let mut out = report.scored.to_json(confidence);
+        if per_query {
+            out["per_query"] = report.scored.per_query().into();
+        }
+        Ok(out)
+    })?;
+    bar.finish_and_clear();
+    Ok(serialized(py, &out)?.unbind())
+}

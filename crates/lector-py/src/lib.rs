@@ -207,6 +207,7 @@ fn _lector(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(eval::equivalence, m)?)?;
     m.add_function(wrap_pyfunction!(eval::compare, m)?)?;
     m.add_function(wrap_pyfunction!(eval::retrieval, m)?)?;
+    m.add_function(wrap_pyfunction!(eval::retrieval_run, m)?)?;
     m.add_function(wrap_pyfunction!(eval::hotpot, m)?)?;
     m.add_function(wrap_pyfunction!(eval::hotpot_run, m)?)?;
     m.add_function(wrap_pyfunction!(eval::bertscore, m)?)?;

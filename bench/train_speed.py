@@ -11,7 +11,10 @@ whether it has avx512f; avx512_bf16 and amx_bf16 too, which matter for bf16).
     $PY bench/train_speed.py [--lector target/release/lector] [--model models/reader-minilm-squad]
                              [--train FILE] [--questions 256] [--max-seq-len 384] [--doc-stride 128]
                              [--batch-size 16] [--steps 12] [--warmup-steps-skip 2] [--precision f32|bf16]
-                             [--threads 2] [--only torch|lector] [--json]
+                             [--threads 2] [--only torch|lector] [--rounds 3] [--json]
+
+The two sides take turns over --rounds rounds (the order reversed every other round, bench/rounds.py), so that
+load from other jobs lands on both; each side's row is its median round, with every round's spread and ratio.
 
 lector side: runs
     lector train reader --model DIR --train FILE --out TMP --max-seq-len N --doc-stride S --batch-size B
@@ -42,6 +45,7 @@ import tempfile
 import time
 
 from cpu import describe as cpu_describe, line as cpu_line
+from rounds import alternate, summary, table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.environ.get("LECTOR_DATA_DIR") or os.path.join(ROOT, "..", "shared", "data")
@@ -191,7 +195,7 @@ def run_lector(args, train_file, tmp):
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         sys.exit(f"lector binary not found or not executable: {binary} "
                  f"(build it: cargo build --release -p lector-cli, or pass --lector PATH; --only torch skips it)")
-    out_dir = os.path.join(tmp, "lector-out")
+    out_dir = os.path.join(tempfile.mkdtemp(dir=tmp), "lector-out")  # a fresh run each round
     cmd = [binary, "train", "reader", "--model", args.model, "--train", train_file, "--out", out_dir,
            "--max-seq-len", str(args.max_seq_len), "--doc-stride", str(args.doc_stride),
            "--batch-size", str(args.batch_size), "--max-steps", str(args.steps), "--seed", "1",
@@ -255,6 +259,8 @@ def main():
     ap.add_argument("--precision", choices=["f32", "bf16"], default="f32")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", choices=["torch", "lector"], help="run one side only")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="turns each side takes, alternating (bench/rounds.py; default 3)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args()
     if args.steps <= args.warmup_steps_skip:
@@ -275,10 +281,20 @@ def main():
         train_file = os.path.join(tmp, "train.json")
         with open(train_file, "w", encoding="utf-8") as f:
             json.dump(squad, f, ensure_ascii=False)
-        if args.only != "torch":
-            result["sides"]["lector"] = run_lector(args, train_file, tmp)
-        if args.only != "lector":
-            result["sides"]["torch"] = run_torch(args, squad)
+        runners = {"lector": lambda: run_lector(args, train_file, tmp), "torch": lambda: run_torch(args, squad)}
+        chosen = {name: run for name, run in runners.items() if args.only in (None, name)}
+
+        def turn(name):
+            side = chosen[name]()
+            return dict(side, rate=side["windows_per_s_median"])
+
+        # The sides take turns, so that load from other jobs lands on both; each side's figures
+        # are those of its median round.
+        runs = alternate({name: (lambda name=name: turn(name)) for name in chosen}, max(1, args.rounds))
+        for name, turns in runs.items():
+            result["sides"][name] = sorted(turns, key=lambda t: t["rate"])[len(turns) // 2]
+        if len(chosen) == 2:
+            result["rounds"] = summary(runs, "torch")
     sides = result["sides"]
     if "lector" in sides and "torch" in sides:
         result["ratio_lector_over_torch"] = {
@@ -302,6 +318,9 @@ def main():
         if "ratio_lector_over_torch" in result and name == "lector":
             ratio = f"{result['ratio_lector_over_torch']['median']:.2f}x"
         print(f"{name:<8} | {r['windows_per_s_median']:>18.2f} | {r['windows_per_s_overall']:>19.2f} | {ratio:>18}")
+    if "rounds" in result:
+        print(f"\nover {args.rounds} alternating rounds (windows/s, median of the steps):\n")
+        print(table(result["rounds"], "windows/s", "torch"))
     if "torch" in sides:
         t = sides["torch"]
         print(f"torch: {t['windows_total']} windows from {s['questions']} questions, mean padded length "

@@ -235,14 +235,7 @@ fn retriever(args: RetrieverArgs, kind: RetrieverKind) -> Result<()> {
 
 fn report(outcome: &Outcome, out: &std::path::Path, json: bool) -> Result<()> {
     if json {
-        let summary = serde_json::json!({
-            "out": out,
-            "steps": outcome.steps,
-            "windows": outcome.windows,
-            "best": outcome.best,
-            "last_dev": outcome.last_dev,
-        });
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        println!("{}", serde_json::to_string_pretty(&outcome.to_json(out))?);
         return Ok(());
     }
     println!(

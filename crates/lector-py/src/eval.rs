@@ -803,15 +803,8 @@ pub fn hotpot_run(
     }
     let config = lector_pipeline::PipelineConfig {
         reader,
-        retrieval: lector_pipeline::RetrievalConfig {
-            mode: crate::index::parse_mode(mode)?,
-            embedder,
-            ..Default::default()
-        },
-        rerank: rerank.map(|model| lector_pipeline::RerankConfig {
-            model,
-            depth: rerank_depth,
-        }),
+        retrieval: crate::index::retrieval_config(mode, embedder)?,
+        rerank: crate::index::rerank_config(rerank, rerank_depth),
     };
     let bar = crate::index::bar(progress);
     let report = py.detach(|| {
@@ -876,15 +869,11 @@ pub fn retrieval_run(
     use lector_pipeline::lab::retrieval as lab;
     let index = index.get();
     let options = lab::Options {
-        retrieval: lector_pipeline::RetrievalConfig {
-            mode: crate::index::parse_mode(mode)?,
-            embedder: embedder.or_else(|| index.embedder_spec()),
-            ..Default::default()
-        },
-        rerank: rerank.map(|model| lector_pipeline::RerankConfig {
-            model,
-            depth: rerank_depth,
-        }),
+        retrieval: crate::index::retrieval_config(
+            mode,
+            embedder.or_else(|| index.embedder_spec()),
+        )?,
+        rerank: crate::index::rerank_config(rerank, rerank_depth),
         depth,
         ks,
         max_k,

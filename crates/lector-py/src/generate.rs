@@ -52,13 +52,7 @@ pub fn generative(
             "questions without paragraphs (squad=False) need closed_book=True",
         ));
     }
-    let spec = PromptSpec {
-        prompt,
-        examples,
-        shots,
-        select: select.parse().map_err(crate::bad_argument)?,
-        embedder: None,
-    };
+    let spec = prompt_spec(prompt, examples, shots, select)?;
     let judge = optional_judge(judge_model, judge_endpoint, judge_api_model, judge_api_key)?;
     let decoding = DecodingSpec {
         max_new_tokens,
@@ -109,6 +103,23 @@ pub fn generative(
     })?;
     bar.finish_and_clear();
     Ok(serialized(py, &out)?.unbind())
+}
+
+/// A prompt file or shipped prompt's name, with few-shot `examples`, `shots` per question chosen
+/// by `select` (`fixed` or `similar`).
+pub(crate) fn prompt_spec(
+    prompt: Option<String>,
+    examples: Option<PathBuf>,
+    shots: usize,
+    select: &str,
+) -> PyResult<PromptSpec> {
+    Ok(PromptSpec {
+        prompt,
+        examples,
+        shots,
+        select: select.parse().map_err(crate::bad_argument)?,
+        embedder: None,
+    })
 }
 
 /// The judge a call names (`judge_model`, or `judge_api_model` behind `judge_endpoint`), if any.
@@ -180,15 +191,8 @@ pub fn rag(
         withhold_every,
         k,
         order: order.parse().map_err(crate::bad_argument)?,
-        retrieval: lector_pipeline::RetrievalConfig {
-            mode: crate::index::parse_mode(mode)?,
-            embedder,
-            ..Default::default()
-        },
-        rerank: rerank.map(|model| lector_pipeline::RerankConfig {
-            model,
-            depth: rerank_depth,
-        }),
+        retrieval: crate::index::retrieval_config(mode, embedder)?,
+        rerank: crate::index::rerank_config(rerank, rerank_depth),
         bertscore: bertscore_model.map(|dir| BertScoreModel {
             dir,
             layer: bertscore_layer,
@@ -206,13 +210,7 @@ pub fn rag(
             "judge_claims needs judge_model or judge_endpoint",
         ));
     }
-    let spec = PromptSpec {
-        prompt,
-        examples,
-        shots,
-        select: select.parse().map_err(crate::bad_argument)?,
-        embedder: None,
-    };
+    let spec = prompt_spec(prompt, examples, shots, select)?;
     let generator = judge_spec(generator_model, endpoint, api_model, api_key)?;
     let judge = optional_judge(judge_model, judge_endpoint, judge_api_model, judge_api_key)?;
     let decoding = DecodingSpec {

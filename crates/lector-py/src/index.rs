@@ -456,6 +456,26 @@ pub(crate) fn parse_mode(mode: Option<&str>) -> PyResult<Option<Mode>> {
         .transpose()
 }
 
+/// Retrieval by `mode` (a name, `None`: the index's default) with `embedder` for dense search.
+pub(crate) fn retrieval_config(
+    mode: Option<&str>,
+    embedder: Option<PathBuf>,
+) -> PyResult<lector_pipeline::RetrievalConfig> {
+    Ok(lector_pipeline::RetrievalConfig {
+        mode: parse_mode(mode)?,
+        embedder,
+        ..Default::default()
+    })
+}
+
+/// Reranking by the cross-encoder `model` over the first `depth` passages, when one is given.
+pub(crate) fn rerank_config(
+    model: Option<PathBuf>,
+    depth: usize,
+) -> Option<lector_pipeline::RerankConfig> {
+    model.map(|model| lector_pipeline::RerankConfig { model, depth })
+}
+
 /// A filter in lector's text syntax (`'year >= 2023 and product == "a"'`) or as a Haystack 2
 /// filter dict.
 pub(crate) fn parse_filter(filter: Option<Bound<'_, PyAny>>) -> PyResult<Option<Filter>> {

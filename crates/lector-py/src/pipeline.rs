@@ -6,8 +6,8 @@ use crate::{bad_argument, from_py, serialized, OrRaise};
 use lector_index::{Filter, Hit};
 use lector_pipeline::generative::{self, DecodingSpec};
 use lector_pipeline::multihop::{Decomposition, HopOptions, LlmDecomposer};
-use lector_pipeline::prompting::{self, PromptSpec};
-use lector_pipeline::{AskOptions, Calibration, PipelineConfig, RerankConfig, RetrievalConfig};
+use lector_pipeline::prompting;
+use lector_pipeline::{AskOptions, Calibration, PipelineConfig, RetrievalConfig};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -81,10 +81,7 @@ impl Pipeline {
                 filter: parse_filter(filter)?,
                 ..RetrievalConfig::default()
             },
-            rerank: rerank.map(|model| RerankConfig {
-                model,
-                depth: rerank_depth,
-            }),
+            rerank: crate::index::rerank_config(rerank, rerank_depth),
         };
         let snapshot = index.get().snapshot()?;
         let built = py.detach(|| {
@@ -220,13 +217,7 @@ impl Pipeline {
             stop,
             repeat_penalty,
         };
-        let prompt_spec = PromptSpec {
-            prompt,
-            examples,
-            shots,
-            select: select.parse().map_err(bad_argument)?,
-            embedder: None,
-        };
+        let prompt_spec = crate::generate::prompt_spec(prompt, examples, shots, select)?;
         let pipeline = self.current(py)?;
         let mut callback = crate::generate::TokenCallback::new(on_token);
         let out = py.detach(|| -> PyResult<serde_json::Value> {

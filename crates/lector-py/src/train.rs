@@ -96,14 +96,20 @@ fn show(bar: &ProgressBar, event: Event) {
 
 /// What `lector train ... --json` prints.
 fn summary(py: Python<'_>, outcome: &Outcome, out: &Path) -> PyResult<Py<PyAny>> {
-    let summary = serde_json::json!({
-        "out": out,
-        "steps": outcome.steps,
-        "windows": outcome.windows,
-        "best": outcome.best,
-        "last_dev": outcome.last_dev,
-    });
-    Ok(serialized(py, &summary)?.unbind())
+    Ok(serialized(py, &outcome.to_json(out))?.unbind())
+}
+
+/// Whether the call resumes (`resume` with no settings of its own) or starts a run (with files).
+fn resuming(resume: bool, train: &[String], model: &Option<PathBuf>) -> PyResult<bool> {
+    match resume {
+        true if !train.is_empty() || model.is_some() => Err(crate::bad_argument(
+            "resume reads the run's settings from `out`: give no train files or model",
+        )),
+        false if train.is_empty() => {
+            Err(crate::bad_argument("train needs at least one SQuAD file"))
+        }
+        _ => Ok(resume),
+    }
 }
 
 /// `lector train reader`: fine-tunes a reader on SQuAD files (`FILE[:WEIGHT]`) into `out`, or
@@ -131,16 +137,8 @@ pub fn train_reader(
     schedule: Option<Bound<'_, PyDict>>,
     progress: bool,
 ) -> PyResult<Py<PyAny>> {
-    let run = match resume {
-        true if !train.is_empty() || model.is_some() => {
-            return Err(crate::bad_argument(
-                "resume reads the run's settings from `out`: give no train files or model",
-            ))
-        }
+    let run = match resuming(resume, &train, &model)? {
         true => None,
-        false if train.is_empty() => {
-            return Err(crate::bad_argument("train needs at least one SQuAD file"))
-        }
         false => {
             let defaults = WindowParams::default();
             let mut run = ReaderRun::new(PathBuf::new(), train_files(&train)?);
@@ -194,16 +192,8 @@ pub fn train_retriever(
     progress: bool,
 ) -> PyResult<Py<PyAny>> {
     let kind: RetrieverKind = kind.parse().map_err(crate::bad_argument)?;
-    let fresh = match resume {
-        true if !train.is_empty() || model.is_some() => {
-            return Err(crate::bad_argument(
-                "resume reads the run's settings from `out`: give no train files or model",
-            ))
-        }
+    let fresh = match resuming(resume, &train, &model)? {
         true => None,
-        false if train.is_empty() => {
-            return Err(crate::bad_argument("train needs at least one SQuAD file"))
-        }
         false => Some((
             train_files(&train)?,
             self::negatives(negatives_from, negatives, negatives_depth),

@@ -136,6 +136,19 @@ pub struct Outcome {
     pub last_dev: Option<DevScores>,
 }
 
+impl Outcome {
+    /// The summary `lector train ... --json` prints for a run written into `out`.
+    pub fn to_json(&self, out: &Path) -> serde_json::Value {
+        serde_json::json!({
+            "out": out,
+            "steps": self.steps,
+            "windows": self.windows,
+            "best": self.best,
+            "last_dev": self.last_dev,
+        })
+    }
+}
+
 pub(crate) const RUN_FILE: &str = "run.json";
 const LOG_FILE: &str = "train-log.jsonl";
 const DEV_LOG_FILE: &str = "dev-scores.jsonl";

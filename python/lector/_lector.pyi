@@ -397,4 +397,5 @@ def canary(
 def rouge(
     items: List[Dict[str, Any]], *, stem: bool = ..., resamples: int = ..., confidence: float = ...,
     seed: int = ..., per_item: bool = ...,
+    html: Optional[str] = ...,
 ) -> Dict[str, Any]: ...

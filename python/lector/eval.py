@@ -575,11 +575,13 @@ def rouge(
     confidence: float = 0.95,
     seed: int = 0,
     per_item: bool = False,
+    html: Optional[Union[str, "os.PathLike[str]"]] = None,
 ) -> Dict[str, Any]:
     """ROUGE-1, ROUGE-2, ROUGE-L and ROUGE-Lsum of ``items`` (``{"id", "prediction",
     "references": [...]}``; each item scores against its best reference), identical to Google's
     ``rouge-score`` (``stem``: its ``use_stemmer=True``), as ``lector eval rouge --json``
     reports them: each measure's precision, recall and F-measure as ``{mean, low, high}`` at
-    ``confidence``. With ``per_item``, each item's scores."""
+    ``confidence``. With ``per_item``, each item's scores; ``html`` writes the HTML report there."""
     return _lector.rouge([dict(item) for item in items], stem=stem, resamples=resamples,
-                         confidence=confidence, seed=seed, per_item=per_item)
+                         confidence=confidence, seed=seed, per_item=per_item,
+                         html=None if html is None else os.fspath(html))

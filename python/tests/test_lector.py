@@ -426,9 +426,13 @@ def test_rouge_equals_the_cli(lector_bin, sample, tmp_path):
     path.write_text("".join(json.dumps(i) + "\n" for i in items))
     for stem in (False, True):
         flags = ["--stem"] if stem else []
-        cli = json.loads(run_cli(lector_bin, "eval", "rouge", str(path), *flags, "--json"))
-        ours = lector.eval.rouge(items, stem=stem, per_item=True)
+        cli = json.loads(run_cli(lector_bin, "eval", "rouge", str(path), *flags, "--json",
+                                 "--html", str(tmp_path / "cli.html")))
+        ours = lector.eval.rouge(items, stem=stem, per_item=True, html=tmp_path / "ours.html")
         assert {k: v for k, v in ours.items() if k != "per_item"} == cli
+        # The same page but for its title, which names the file the CLI read.
+        page = (tmp_path / "ours.html").read_text().replace("&lt;items&gt;", str(path))
+        assert page == (tmp_path / "cli.html").read_text()
         assert [row["id"] for row in ours["per_item"]] == [i["id"] for i in items]
     with pytest.raises(ValueError, match=r"items\[0\].*no references"):
         lector.eval.rouge([{"id": "x", "prediction": "a", "references": []}])

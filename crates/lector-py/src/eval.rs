@@ -681,10 +681,12 @@ pub fn canary(
 
 /// ROUGE-1/2/L/Lsum of `items` (dicts `{id, prediction, references}`), identical to Google's
 /// rouge-score (`stem`: Porter-stem tokens longer than 3 characters), with bootstrap intervals,
-/// as `lector eval rouge --json` reports them; with `per_item`, each item's scores.
+/// as `lector eval rouge --json` reports them; with `per_item`, each item's scores; with `html`,
+/// the HTML report written there.
 #[pyfunction]
 #[pyo3(signature = (items, *, stem = false, resamples = 1000, confidence = 0.95, seed = 0,
-    per_item = false))]
+    per_item = false, html = None))]
+#[allow(clippy::too_many_arguments)]
 pub fn rouge(
     py: Python<'_>,
     items: Bound<'_, PyAny>,
@@ -693,6 +695,7 @@ pub fn rouge(
     confidence: f64,
     seed: u64,
     per_item: bool,
+    html: Option<std::path::PathBuf>,
 ) -> PyResult<Py<PyAny>> {
     use lector_eval::rouge::{RougeItem, RougeScorer};
     let items: Vec<RougeItem> = serde_json::from_value(from_py(&items, "items")?)
@@ -711,12 +714,18 @@ pub fn rouge(
         confidence,
         seed,
     };
-    let out = py.detach(|| {
+    let out = py.detach(|| -> PyResult<serde_json::Value> {
         let scorer = RougeScorer::new(stem);
         let scores: Vec<_> = (items.iter())
             .map(|i| scorer.score(&i.prediction, &i.references))
             .collect();
         let intervals = lector_eval::summary::rouge_intervals(&scores, &settings);
+        if let Some(path) = &html {
+            let source = Path::new("<items>");
+            lector_eval::summary::rouge_report(source, &scores, &intervals, confidence, stem)
+                .write(path)
+                .or_raise()?;
+        }
         let mut out =
             lector_eval::summary::intervals_json("items", items.len(), &intervals, confidence);
         if per_item {
@@ -725,8 +734,8 @@ pub fn rouge(
                 .collect();
             out["per_item"] = rows.into();
         }
-        out
-    });
+        Ok(out)
+    })?;
     Ok(serialized(py, &out)?.unbind())
 }
 

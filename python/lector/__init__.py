@@ -71,6 +71,11 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _fspath(path: Optional[PathLike]) -> Optional[str]:
+    """``path`` as a string for the extension module, ``None`` kept."""
+    return None if path is None else os.fspath(path)
 #: A filter: lector's text syntax (``'year >= 2023 and product in ["a", "b"]'``) or a Haystack 2
 #: filter dict (``{"field": "meta.year", "operator": ">=", "value": 2023}``).
 Filter = Union[str, Mapping[str, Any]]
@@ -263,7 +268,7 @@ class Index:
         self._inner = _lector.Index(
             os.fspath(path),
             dense=dense,
-            embedder=None if embedder is None else os.fspath(embedder),
+            embedder=_fspath(embedder),
             passage_words=passage_words,
             tfidf=tfidf,
         )
@@ -389,7 +394,7 @@ class Embedder:
     (:mod:`lector.llama_index`), and for documents' own vectors."""
 
     def __init__(self, model: Optional[PathLike] = None) -> None:
-        self._inner = _lector.Embedder(None if model is None else os.fspath(model))
+        self._inner = _lector.Embedder(_fspath(model))
 
     @property
     def model(self) -> str:
@@ -441,7 +446,7 @@ class Generator:
         api_context: int = 8192,
     ) -> None:
         self._inner = _lector.Generator(
-            None if model is None else os.fspath(model),
+            _fspath(model),
             endpoint=endpoint,
             api_model=api_model,
             api_key=api_key,
@@ -486,7 +491,7 @@ class Reader:
     """
 
     def __init__(self, model: Optional[PathLike] = None) -> None:
-        self._inner = _lector.Reader(None if model is None else os.fspath(model))
+        self._inner = _lector.Reader(_fspath(model))
 
     @property
     def model_dir(self) -> str:
@@ -648,7 +653,7 @@ class Pipeline:
             None if reader is None else reader._inner,
             mode=mode,
             filter=filter,
-            rerank=None if rerank is None else os.fspath(rerank),
+            rerank=_fspath(rerank),
             rerank_depth=rerank_depth,
         )
 
@@ -783,7 +788,7 @@ def calibrate(
         dry_run=dry_run,
         reader=None if reader is None else reader.model_dir,
         mode=mode,
-        html=None if html is None else os.fspath(html),
+        html=_fspath(html),
         progress=progress,
     )
 

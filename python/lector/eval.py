@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Sequence, Union
 
-from . import _lector
+from . import _fspath, _lector
 
 if TYPE_CHECKING:
     from . import Index, Pipeline, Reader
@@ -77,7 +77,7 @@ def squad(
     return _lector.squad(dataset, list(predictions.items()), probs, na_prob_thresh,
                          by=_facets(by), overlap_bins=overlap_bins, low_overlap=low_overlap,
                          resamples=resamples, confidence=confidence, seed=seed,
-                         html=None if html is None else os.fspath(html))
+                         html=_fspath(html))
 
 
 def _facets(by: Sequence[str]) -> list:
@@ -132,13 +132,10 @@ def retrieval_run(
     if not isinstance(index, Index):
         raise TypeError(f"index must be a lector.Index, not {type(index).__name__}")
 
-    def path(x: Any) -> Optional[str]:
-        return None if x is None else os.fspath(x)
-
     return _lector.retrieval_run(
-        index._inner, os.fspath(queries), qrels=path(qrels), mode=mode, embedder=path(embedder),
-        rerank=path(rerank), rerank_depth=rerank_depth, depth=depth, ks=list(ks), max_k=max_k,
-        resamples=resamples, confidence=confidence, seed=seed, per_query=per_query, html=path(html),
+        index._inner, os.fspath(queries), qrels=_fspath(qrels), mode=mode, embedder=_fspath(embedder),
+        rerank=_fspath(rerank), rerank_depth=rerank_depth, depth=depth, ks=list(ks), max_k=max_k,
+        resamples=resamples, confidence=confidence, seed=seed, per_query=per_query, html=_fspath(html),
         progress=progress,
     )
 
@@ -188,17 +185,14 @@ def hotpot_run(
     writes the HTML report there."""
     import tempfile
 
-    def path(x: Any) -> Optional[str]:
-        return None if x is None else os.fspath(x)
-
     with tempfile.TemporaryDirectory() as work:
         return _lector.hotpot_run(
-            os.fspath(data), work, setting=setting, index=path(index), k=k, offset=offset,
+            os.fspath(data), work, setting=setting, index=_fspath(index), k=k, offset=offset,
             limit=limit, hops=hops, second_hop=second_hop, beam=beam, paths=paths,
-            stop_confidence=stop_confidence, decompose=decompose, reader=path(reader), mode=mode,
-            embedder=path(embedder), rerank=path(rerank), rerank_depth=rerank_depth,
+            stop_confidence=stop_confidence, decompose=decompose, reader=_fspath(reader), mode=mode,
+            embedder=_fspath(embedder), rerank=_fspath(rerank), rerank_depth=rerank_depth,
             resamples=resamples, confidence=confidence, per_question=per_question,
-            predictions=predictions, html=path(html), progress=progress,
+            predictions=predictions, html=_fspath(html), progress=progress,
         )
 
 
@@ -248,7 +242,7 @@ def odqa(
         rank_prior=rank_prior, ambiguity_odds=ambiguity_odds, resamples=resamples,
         confidence=confidence, seed=seed, per_question=per_question, progress=progress,
         by=_facets(by), overlap_bins=overlap_bins, low_overlap=low_overlap,
-        html=None if html is None else os.fspath(html),
+        html=_fspath(html),
     )
 
 
@@ -289,14 +283,11 @@ def generative(
     refusals, citations and faithfulness under ``generative``; ``per_question`` adds the rows
     of ``--per-question`` (with ``reasoning`` for a chain-of-thought prompt), which
     :func:`compare` takes."""
-    def path(x: Any) -> Optional[str]:
-        return None if x is None else os.fspath(x)
-
     return _lector.generative(
-        os.fspath(data), squad=squad, closed_book=closed_book, limit=limit, prompt=path(prompt),
-        examples=path(examples), shots=shots, select=select,
-        generator_model=path(generator_model), max_new_tokens=max_new_tokens, reader=reader,
-        reader_model=path(reader_model), judge_model=path(judge_model), judge_endpoint=judge_endpoint,
+        os.fspath(data), squad=squad, closed_book=closed_book, limit=limit, prompt=_fspath(prompt),
+        examples=_fspath(examples), shots=shots, select=select,
+        generator_model=_fspath(generator_model), max_new_tokens=max_new_tokens, reader=reader,
+        reader_model=_fspath(reader_model), judge_model=_fspath(judge_model), judge_endpoint=judge_endpoint,
         judge_api_model=judge_api_model, judge_api_key=judge_api_key,
         per_question=per_question, progress=progress,
     )
@@ -355,19 +346,16 @@ def rag(
     (SQuAD v2.0 ``em``/``f1``), which :func:`compare` takes."""
     import tempfile
 
-    def path(x: Any) -> Optional[str]:
-        return None if x is None else os.fspath(x)
-
     def run(directory: str) -> Dict[str, Any]:
         return _lector.rag(
             os.fspath(data), directory, k=k, limit=limit, withhold_every=withhold_every, order=order,
-            mode=mode, embedder=path(embedder), rerank=path(rerank), rerank_depth=rerank_depth,
-            prompt=path(prompt), examples=path(examples), shots=shots, select=select,
-            generator_model=path(generator_model), endpoint=endpoint, api_model=api_model,
+            mode=mode, embedder=_fspath(embedder), rerank=_fspath(rerank), rerank_depth=rerank_depth,
+            prompt=_fspath(prompt), examples=_fspath(examples), shots=shots, select=select,
+            generator_model=_fspath(generator_model), endpoint=endpoint, api_model=api_model,
             api_key=api_key, temperature=temperature, seed=seed, max_new_tokens=max_new_tokens,
-            judge_model=path(judge_model), judge_endpoint=judge_endpoint,
+            judge_model=_fspath(judge_model), judge_endpoint=judge_endpoint,
             judge_api_model=judge_api_model, judge_api_key=judge_api_key, judge_claims=judge_claims,
-            bertscore_model=path(bertscore_model), bertscore_layer=bertscore_layer,
+            bertscore_model=_fspath(bertscore_model), bertscore_layer=bertscore_layer,
             resamples=resamples, confidence=confidence, per_question=per_question, progress=progress,
         )
 
@@ -432,7 +420,7 @@ def adversarial(
         reader._inner, os.fspath(data), limit=limit, kinds=list(kinds), positions=list(positions),
         candidates=candidates, distractor_seed=distractor_seed, resamples=resamples,
         confidence=confidence, seed=seed, per_question=per_question,
-        html=None if html is None else os.fspath(html), progress=progress,
+        html=_fspath(html), progress=progress,
     )
 
 
@@ -456,7 +444,7 @@ def equivalence(
     (``judge_equivalence``)."""
     return _lector.equivalence(
         [dict(item) for item in items],
-        judge_model=None if judge_model is None else os.fspath(judge_model),
+        judge_model=_fspath(judge_model),
         judge_endpoint=judge_endpoint, judge_api_model=judge_api_model, judge_api_key=judge_api_key,
     )
 
@@ -482,7 +470,7 @@ def bertscore(
     ``{id, precision, recall, f1}`` under ``per_item``."""
     return _lector.bertscore(
         [dict(item) for item in items], os.fspath(model), layer=layer, idf=idf,
-        baseline=None if baseline is None else os.fspath(baseline), resamples=resamples,
+        baseline=_fspath(baseline), resamples=resamples,
         confidence=confidence, seed=seed, per_item=per_item,
     )
 
@@ -512,9 +500,9 @@ def judge(
     (default: none). With ``per_item``, each item's verdict(s) and reply(ies)."""
     return _lector.judge(
         [dict(item) for item in items], mode=mode,
-        generator_model=None if generator_model is None else os.fspath(generator_model),
+        generator_model=_fspath(generator_model),
         endpoint=endpoint, api_model=api_model, api_key=api_key, concurrency=concurrency,
-        cache=None if cache is None else os.fspath(cache), resamples=resamples,
+        cache=_fspath(cache), resamples=resamples,
         confidence=confidence, per_item=per_item,
     )
 
@@ -538,7 +526,7 @@ def faithfulness(
     scores and failures."""
     return _lector.faithfulness(
         [dict(item) for item in items], judge=judge,
-        generator_model=None if generator_model is None else os.fspath(generator_model),
+        generator_model=_fspath(generator_model),
         endpoint=endpoint, api_model=api_model, api_key=api_key, per_claim=per_claim,
     )
 
@@ -562,7 +550,7 @@ def canary(
     (``checks``, ``changed_answers``)."""
     return _lector.canary(
         pipeline._inner, os.fspath(questions), k=k,
-        baseline=None if baseline is None else os.fspath(baseline), write_baseline=write_baseline,
+        baseline=_fspath(baseline), write_baseline=write_baseline,
         max_f1_drop=max_f1_drop, max_abstain_change=max_abstain_change, progress=progress,
     )
 
@@ -584,4 +572,4 @@ def rouge(
     ``confidence``. With ``per_item``, each item's scores; ``html`` writes the HTML report there."""
     return _lector.rouge([dict(item) for item in items], stem=stem, resamples=resamples,
                          confidence=confidence, seed=seed, per_item=per_item,
-                         html=None if html is None else os.fspath(html))
+                         html=_fspath(html))

@@ -12,7 +12,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 import lector
-from lector import PathLike, _lector
+from lector import PathLike, _fspath, _lector
 
 __all__ = ["drift", "entries", "export", "labels"]
 
@@ -60,9 +60,6 @@ def drift(
     of the nearest passage, ``far_below`` a cosine) is tested and flagged when ``p < alpha`` and
     its effect is at least ``min_effect``. Returns ``windows``, ``signals``, ``drifted`` and
     ``warnings``; ``html`` also writes the report with before/after histograms there."""
-    def path(x: Optional[PathLike]) -> Optional[str]:
-        return None if x is None else os.fspath(x)
-
-    return _lector.drift(os.fspath(log), index=path(index), embedder=path(embedder), split=split,
+    return _lector.drift(os.fspath(log), index=_fspath(index), embedder=_fspath(embedder), split=split,
                          before=before, after=after, far_below=far_below, alpha=alpha,
-                         min_effect=min_effect, html=path(html))
+                         min_effect=min_effect, html=_fspath(html))

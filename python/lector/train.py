@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional, Sequence
 
-from . import PathLike, _lector
+from . import PathLike, _fspath, _lector
 
 __all__ = ["reader", "retriever"]
 
@@ -66,13 +66,10 @@ def reader(
     warm-up ``warmup_ratio`` 0.1 and decay, ``max_steps``, ``seed`` 42, a resumable checkpoint
     every ``save_every`` steps) is the CLI's. Returns ``lector train reader --json``'s summary:
     ``steps``, ``windows``, ``best`` and ``last_dev`` scores."""
-    def path(x: Optional[PathLike]) -> Optional[str]:
-        return None if x is None else os.fspath(x)
-
     return _lector.train_reader(
-        os.fspath(out), _files(train), resume=resume, model=path(model), dev=path(dev),
+        os.fspath(out), _files(train), resume=resume, model=_fspath(model), dev=_fspath(dev),
         max_seq_len=max_seq_len, doc_stride=doc_stride, max_question_len=max_question_len,
-        shared_norm=shared_norm, negatives_from=path(negatives_from), negatives=negatives,
+        shared_norm=shared_norm, negatives_from=_fspath(negatives_from), negatives=negatives,
         negatives_depth=negatives_depth,
         schedule=_schedule(epochs=epochs, batch_size=batch_size, accumulation=accumulation, lr=lr,
                            weight_decay=weight_decay, warmup_ratio=warmup_ratio,
@@ -114,12 +111,9 @@ def retriever(
     questions of ``train``, into ``out``. ``max_tokens`` per text or pair, ``scale`` the
     embedder loss's similarity scale; the schedule as for :func:`reader`. Returns the summary of
     ``lector train ... --json``."""
-    def path(x: Optional[PathLike]) -> Optional[str]:
-        return None if x is None else os.fspath(x)
-
     return _lector.train_retriever(
-        os.fspath(out), _files(train), kind=kind, resume=resume, model=path(model),
-        negatives_from=path(negatives_from), negatives=negatives, negatives_depth=negatives_depth,
+        os.fspath(out), _files(train), kind=kind, resume=resume, model=_fspath(model),
+        negatives_from=_fspath(negatives_from), negatives=negatives, negatives_depth=negatives_depth,
         max_tokens=max_tokens, scale=scale,
         schedule=_schedule(epochs=epochs, batch_size=batch_size, accumulation=accumulation, lr=lr,
                            weight_decay=weight_decay, warmup_ratio=warmup_ratio,

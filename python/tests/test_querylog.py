@@ -2,6 +2,7 @@
 answers two questions, takes feedback and two labels; `lector.querylog` reads the asks, the
 feedback and the labels, and exports them as `lector label export` does."""
 
+import contextlib
 import json
 import subprocess
 import threading
@@ -23,18 +24,28 @@ def post(addr: str, path: str, body: dict):
         return reply.status, reply.headers.get("x-request-id"), json.loads(reply.read() or b"null")
 
 
-def test_the_log_feedback_and_labels_from_python(lector_bin, tmp_path, sample):
-    index = lector.Index(str(tmp_path / "index"))
-    index.add(paths=[str(SAMPLE)])
-    log = tmp_path / "log"
+@contextlib.contextmanager
+def logging_server(lector_bin, index_dir, log):
+    """A real `lector serve --log-queries` on a loopback port of its choosing; yields its address
+    and stops it by the pid this test started."""
     server = subprocess.Popen(
-        [str(lector_bin), "serve", "--addr", "127.0.0.1:0", "--index", str(tmp_path / "index"),
-         "--log-queries", str(log)],
+        [str(lector_bin), "serve", "--addr", "127.0.0.1:0", "--index", str(index_dir), "--log-queries", str(log)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     try:
         addr = server.stdout.readline().split("http://")[1].split("/")[0]
         threading.Thread(target=server.stdout.read, daemon=True).start()  # keep the pipe drained
+        yield addr
+    finally:
+        server.terminate()  # by the pid this test started
+        server.wait(timeout=60)
+
+
+def test_the_log_feedback_and_labels_from_python(lector_bin, tmp_path, sample):
+    index = lector.Index(str(tmp_path / "index"))
+    index.add(paths=[str(SAMPLE)])
+    log = tmp_path / "log"
+    with logging_server(lector_bin, tmp_path / "index", log) as addr:
         questions = [qa["question"] for qa in sample["data"][0]["paragraphs"][0]["qas"][:2]]
         asked = [post(addr, "/v1/ask", {"question": q}) for q in questions]
         ids = [request_id for _, request_id, _ in asked]
@@ -47,9 +58,6 @@ def test_the_log_feedback_and_labels_from_python(lector_bin, tmp_path, sample):
         assert post(addr, "/v1/labels", {"request_id": ids[0], "verdict": "answer", "doc_id": document.id,
                                          "start": start, "end": start + len(gold), "text": gold})[0] == 201
         assert post(addr, "/v1/labels", {"request_id": ids[1], "verdict": "skip"})[0] == 201
-    finally:
-        server.terminate()  # by the pid this test started
-        server.wait(timeout=60)
 
     entries = lector.querylog.entries(log)
     asks = [e for e in entries if e["type"] == "ask"]
@@ -76,26 +84,16 @@ def test_drift_equals_lector_report_drift(lector_bin, tmp_path, sample):
     index = lector.Index(str(tmp_path / "index"))
     index.add(paths=[str(SAMPLE)])
     log = tmp_path / "log"
-    server = subprocess.Popen(
-        [str(lector_bin), "serve", "--addr", "127.0.0.1:0", "--index", str(tmp_path / "index"),
-         "--log-queries", str(log)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )
     on_topic = [qa["question"] for p in sample["data"][0]["paragraphs"][:4] for qa in p["qas"]][:8]
     off_topic = [f"What do historians believe about the long-term consequences of {t} for villagers in the north?"
                  for t in ("glacier retreat", "coral bleaching", "volcanic soil", "bird migration",
                            "medieval poetry", "tax farming", "printing presses", "desert cacti")]
-    try:
-        addr = server.stdout.readline().split("http://")[1].split("/")[0]
-        threading.Thread(target=server.stdout.read, daemon=True).start()  # keep the pipe drained
+    with logging_server(lector_bin, tmp_path / "index", log) as addr:
         assert all(post(addr, "/v1/ask", {"question": q})[0] == 200 for q in on_topic)
         time.sleep(0.05)
         split = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         time.sleep(0.05)
         assert all(post(addr, "/v1/ask", {"question": q})[0] == 200 for q in off_topic)
-    finally:
-        server.terminate()  # by the pid this test started
-        server.wait(timeout=60)
 
     cli = json.loads(run_cli(lector_bin, "report", "drift", "--log", str(log), "--index", str(tmp_path / "index"),
                              "--split", split, "--json"))

@@ -91,6 +91,18 @@ impl RetrievalConfig {
         )?)))
     }
 
+    /// The embedder a new index's passages need so that this retrieval can search them: loaded
+    /// when the mode is dense or hybrid, else `None` (BM25 and TF-IDF need no vectors).
+    pub fn indexing_embedder(&self, notify: &dyn Fn(&str)) -> Result<Option<Arc<dyn Embedder>>> {
+        match self.mode.is_some_and(Mode::is_dense) {
+            true => Ok(Some(Arc::new(load_embedder(
+                self.embedder.as_deref(),
+                notify,
+            )?))),
+            false => Ok(None),
+        }
+    }
+
     /// The search options for `index` and, when the mode is dense, the embedder for its queries
     /// (outside a pipeline: `lector search`, generative asks, `eval retrieval`).
     pub fn resolve(

@@ -295,13 +295,7 @@ pub fn index_squad_for(
     withheld: &HashSet<Arc<str>>,
     notify: &dyn Fn(&str),
 ) -> Result<(usize, usize)> {
-    let embedder = match retrieval.mode.is_some_and(Mode::is_dense) {
-        true => Some(Arc::new(crate::config::load_embedder(
-            retrieval.embedder.as_deref(),
-            notify,
-        )?) as Arc<dyn Embedder>),
-        false => None,
-    };
+    let embedder = retrieval.indexing_embedder(notify)?;
     let settings = IndexSettings {
         tfidf: retrieval.mode == Some(Mode::Tfidf),
         ..Default::default()

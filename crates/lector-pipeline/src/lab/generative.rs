@@ -7,7 +7,7 @@
 use crate::Result;
 use lector_eval::squad::{Dataset, QuestionScore};
 use lector_generate::evaluate::{self, GoldRun, Summary};
-use lector_generate::judge::Verdict;
+use lector_generate::judge::{self, Judge, Verdict};
 use lector_generate::prompt::Prompting;
 use lector_generate::{GenerateOptions, Generator};
 use lector_reader::Reader;
@@ -90,11 +90,11 @@ pub fn run(
     };
     let shorts = run.short_answers();
     let judged = match models.judge {
-        Some(judge) => Some(super::rag::judge_equivalence(
+        Some(judge) => Some(judge_equivalence(
             judge,
             dataset,
             &shorts,
-            &mut |_, done, total| progress(Step::JudgeEquivalence, done, total),
+            &mut |done, total| progress(Step::JudgeEquivalence, done, total),
         )?),
         None => None,
     };
@@ -132,6 +132,25 @@ pub fn run(
         generative: run.summary,
         extractive,
     })
+}
+
+/// The judge's equivalence verdict on each short answer (both orders; see
+/// `lector_generate::evaluate::judge_equivalence`), with the judge's model name; `on_item`
+/// gets (done, total).
+pub fn judge_equivalence(
+    generator: &dyn Generator,
+    dataset: &Dataset,
+    shorts: &[&str],
+    on_item: &mut dyn FnMut(usize, usize),
+) -> Result<(String, Vec<Option<Verdict>>)> {
+    let judge = Judge::new(generator, judge::decoding())?;
+    let total = dataset.questions.len();
+    let mut done = 0;
+    let verdicts = evaluate::judge_equivalence(&judge, dataset, shorts, &mut || {
+        done += 1;
+        on_item(done, total)
+    })?;
+    Ok((judge.model().to_string(), verdicts))
 }
 
 /// Whether each score is an exact match.

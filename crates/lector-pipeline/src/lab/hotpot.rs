@@ -159,17 +159,7 @@ pub fn run(
         )));
     }
     let questions = &all[options.offset..end];
-    let embedder = match config
-        .retrieval
-        .mode
-        .is_some_and(lector_index::Mode::is_dense)
-    {
-        true => Some(Arc::new(crate::config::load_embedder(
-            config.retrieval.embedder.as_deref(),
-            notify,
-        )?) as Arc<dyn Embedder>),
-        false => None,
-    };
+    let embedder = config.retrieval.indexing_embedder(notify)?;
     let answered = match options.setting {
         Setting::Open => {
             let dir = options

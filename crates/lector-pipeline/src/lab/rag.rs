@@ -219,7 +219,12 @@ pub fn run(
         None => None,
     };
     let equivalence_judged = match models.judge {
-        Some(judge) => Some(judge_equivalence(judge, &dataset, &shorts, progress)?),
+        Some(judge) => Some(super::generative::judge_equivalence(
+            judge,
+            &dataset,
+            &shorts,
+            &mut |done, total| progress(Step::JudgeEquivalence, done, total),
+        )?),
         None => None,
     };
     let judge_equivalent = equivalence_judged
@@ -521,24 +526,6 @@ fn judge_correctness(
         values,
         verdicts,
     })
-}
-
-/// The judge's equivalence verdict on each short answer (both orders; see
-/// `lector_generate::evaluate::judge_equivalence`), with the judge's model name.
-pub fn judge_equivalence(
-    generator: &dyn Generator,
-    dataset: &Dataset,
-    shorts: &[&str],
-    progress: &mut dyn FnMut(Step, usize, usize),
-) -> Result<(String, Vec<Option<Verdict>>)> {
-    let judge = Judge::new(generator, judge::decoding())?;
-    let total = dataset.questions.len();
-    let mut done = 0;
-    let verdicts = evaluate::judge_equivalence(&judge, dataset, shorts, &mut || {
-        done += 1;
-        progress(Step::JudgeEquivalence, done, total)
-    })?;
-    Ok((judge.model().to_string(), verdicts))
 }
 
 /// Checks every answer's claims again with the judge deciding each; the checker's name.

@@ -18,6 +18,8 @@ plain regular expression on sentence-final punctuation; lector's chunker uses UA
 against each peer run and against the fastest.
 
 The sentence-transformers side runs in the environment of tools/setup-hf.sh.
+Under `LECTOR_SIMD=avx2` the peer is capped at AVX2 as well (bench/cpu.py: ATen, MKL, oneDNN), so both sides run
+what an AVX2-only CPU runs; the CPU line printed first says so.
 """
 import argparse
 import json
@@ -27,6 +29,7 @@ import statistics
 import subprocess
 import tempfile
 
+import cpu
 import rounds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -90,6 +93,8 @@ def main():
                         help="embed the abstracts cut into passages of at most this many words on sentence "
                              "boundaries, as `lector index add` embeds a corpus (0: whole abstracts)")
     args = parser.parse_args()
+    cpu.cap_peers()
+    print(f"CPU: {cpu.line()}", flush=True)
     precisions = args.precisions.split(",")
     peers = [f"sentence-transformers {p}" for p in args.peer_precisions.split(",")]
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))

@@ -12,13 +12,22 @@ shapes and the real token counts, against a plain matrix product of the model's 
 
     python3 bench/reader_speed.py [--limit 2000] [--batch-sizes 1,8,32] [--rounds 3] [--no-gflops]
                                   [--precisions f32,bf16] [--peer-precisions f32,bf16] [--lector BIN]
+                                  [--ort f32,int8]
 
 `--precisions` runs lector once per listed `--precision` in every round (bf16: bfloat16 products, see the
 README); each is compared with the pipeline, answers and speed. `--peer-precisions f32,bf16` also runs the
 pipeline under torch's CPU autocast to bfloat16; answers are compared with the float32 pipeline, speed with the
 fastest pipeline run of any batch size and precision. `--lector BIN` skips the release build.
 
-The pipeline side runs in the environment of tools/setup-hf.sh (transformers<5, torch CPU).
+`--ort f32,int8` adds ONNX Runtime peers (tools/ort_qa.py): the checkpoint exported to ONNX, in float32 and
+dynamically quantized to int8 (QInt8 weights), under the same pipeline, batch size (the first of
+--batch-sizes) and threads; their answers are compared with the float32 pipeline's. Every side's EM/F1 is
+printed (the official v1.1 rules, on the questions run).
+
+The pipeline side runs in the environment of tools/setup-hf.sh (transformers<5, torch CPU); with --ort, of
+tools/setup-ort.sh (the same, plus onnx and onnxruntime).
+Under `LECTOR_SIMD=avx2` the pipeline is capped at AVX2 as well (bench/cpu.py: ATen, MKL, oneDNN), so both
+sides run what an AVX2-only CPU runs; the CPU line printed first says so.
 """
 import argparse
 import json
@@ -26,8 +35,10 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 
+import cpu
 import rounds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -51,13 +62,23 @@ def run_lector(lector, limit, out, precision):
     return float(re.search(r"\(([\d.]+) questions/s\)", text).group(1)), rss
 
 
-def run_pipeline(python, limit, batch, out, precision):
+def run_pipeline(python, limit, batch, out, precision, runtime="torch"):
     autocast = ["--autocast-bf16"] if precision == "bf16" else []
     text, rss = peak_rss_mb([python, os.path.join(ROOT, "tools", "hf_qa_reference.py"), "--model", MODEL, "--data", DATA,
                              "--limit", str(limit), "--batch-size", str(batch), "--threads", "2", "--out", out,
-                             "--no-eval", "--quiet"] + autocast)
+                             "--no-eval", "--quiet", "--runtime", runtime] + autocast)
     summary = json.loads(text[text.index("{"):text.rindex("}") + 1])
     return float(summary["questions_per_s"]), rss
+
+
+def em_f1(preds):
+    """The official SQuAD v1.1 EM / F1 of `preds` on the questions it answers."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import hf_qa_reference
+
+    with open(DATA, encoding="utf-8") as f:
+        result = hf_qa_reference.score_predictions(json.load(f), preds)
+    return result["exact_match"], result["f1"]
 
 
 def weighted_gflops(rows, key):
@@ -101,21 +122,31 @@ def main():
     parser.add_argument("--precisions", default="f32", help="lector's --precision values to run, e.g. f32,bf16")
     parser.add_argument("--peer-precisions", default="f32", help="the pipeline's precisions, e.g. f32,bf16")
     parser.add_argument("--lector", help="use this lector binary instead of building the release one")
+    parser.add_argument("--ort", default="", help="ONNX Runtime peers to add: f32, int8 or f32,int8")
     args = parser.parse_args()
+    cpu.cap_peers()
+    print(f"CPU: {cpu.line()}", flush=True)
     precisions = args.precisions.split(",")
     peer_precisions = args.peer_precisions.split(",")
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     lector = args.lector or os.path.join(target, "release", "lector")
     if not args.lector:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
-    python = subprocess.run(["bash", os.path.join(ROOT, "tools", "setup-hf.sh")], check=True, capture_output=True,
+    ort = [r for r in args.ort.split(",") if r]
+    if ort and cpu.cap_peers():
+        print("note: ONNX Runtime has no switch for its instruction sets: its rows use every extension of this CPU")
+    setup = "setup-ort.sh" if ort else "setup-hf.sh"
+    python = subprocess.run(["bash", os.path.join(ROOT, "tools", setup)], check=True, capture_output=True,
                             text=True).stdout.strip().splitlines()[-1]
-    ours = {}
+    ours, answers = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
-        def pipeline_side(name, batch, peer):
+        def pipeline_side(name, batch, peer, runtime="torch"):
             def run():
-                qps, rss = run_pipeline(python, args.limit, batch, os.path.join(tmp, f"{name}.json"), peer)
+                out = os.path.join(tmp, f"{name}.json")
+                qps, rss = run_pipeline(python, args.limit, batch, out, peer, runtime)
                 print(f"{name}: {qps:.1f} q/s, peak RSS {rss:.0f} MB", flush=True)
+                with open(out) as f:
+                    answers[name] = json.load(f)
                 return {"rate": qps, "rss": rss}
             return run
 
@@ -134,6 +165,10 @@ def main():
             for peer in peer_precisions:
                 name = f"pipeline bs={batch}" + (" bf16" if peer == "bf16" else "")
                 sides[name] = pipeline_side(name, batch, peer)
+        ort_batch = int(args.batch_sizes.split(",")[0])
+        for precision in ort:
+            name = f"onnxruntime {precision} bs={ort_batch}"
+            sides[name] = pipeline_side(name, ort_batch, "f32", "onnx" if precision == "f32" else "onnx-int8")
         for precision in precisions:
             sides[f"lector {precision}"] = lector_side(precision)
         # The sides take turns, the order reversed every other round (bench/rounds.py).
@@ -144,8 +179,8 @@ def main():
         best_peer = fastest(pipelines)
         # The float32 pipeline is the reference for answers (and for the GFLOP/s report).
         best_batch = fastest([k for k in pipelines if not k.endswith("bf16")] or pipelines)
-        with open(os.path.join(tmp, f"{best_batch}.json")) as f:
-            theirs = json.load(f)
+        theirs = answers[best_batch]
+        answers.update({f"lector {p}": ours[p] for p in precisions})
     med = {k: statistics.median(q for q, _ in v) for k, v in results.items()}
     print(f"\n{args.limit} questions")
     for k, v in med.items():
@@ -158,6 +193,12 @@ def main():
               f"ratio lector / fastest float32 pipeline ({best_batch}): "
               f"{med[f'lector {precision}'] / med[best_batch]:.2f}x; "
               f"/ fastest pipeline ({best_peer}): {med[f'lector {precision}'] / med[best_peer]:.2f}x")
+    print(f"\nanswers and accuracy (SQuAD v1.1 dev, first {args.limit} questions, official rules):")
+    print("| side | answers equal to the float32 pipeline's | EM | F1 |\n| --- | --- | --- | --- |")
+    for name, preds in answers.items():
+        same = sum(preds.get(k) == theirs[k] for k in theirs)
+        em, f1 = em_f1(preds)
+        print(f"| {name} | {same}/{len(theirs)} | {em:.2f} | {f1:.2f} |")
     if not args.no_gflops:
         seconds = {k: args.limit / v for k, v in med.items()}
         seconds["lector"] = seconds[f"lector {precisions[0]}"]

@@ -59,6 +59,10 @@ def parse_args():
                    help="verify the recorded null_score against top_k=100 calls on the first K questions")
     p.add_argument("--autocast-bf16", action="store_true",
                    help="run under torch.autocast('cpu', bfloat16): linear layers in bfloat16 (speed comparisons only)")
+    p.add_argument("--runtime", choices=["torch", "onnx", "onnx-int8"], default="torch",
+                   help="onnx / onnx-int8: the model exported to ONNX (int8: dynamic quantization, QInt8 weights) "
+                        "and run on ONNX Runtime under the same pipeline (tools/ort_qa.py, tools/setup-ort.sh)")
+    p.add_argument("--per-channel", action="store_true", help="onnx-int8: one weight scale per output channel")
     p.add_argument("--no-eval", action="store_true", help="skip EM/F1")
     p.add_argument("--quiet", action="store_true")
     return p.parse_args()
@@ -130,6 +134,14 @@ def main():
     model = AutoModelForQuestionAnswering.from_pretrained(args.model, dtype=torch.float32)
     model.eval()
     tokenizer = AutoTokenizer.from_pretrained(args.model)
+    runtime = {}
+    if args.runtime != "torch":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import ort_qa
+
+        model, onnx_file, ort_version = ort_qa.pipeline_model(model, tokenizer, args.model, args.runtime,
+                                                              args.threads, args.per_channel)
+        runtime = {"onnx_file": onnx_file, "onnxruntime": ort_version}
     qa = pipeline("question-answering", model=model, tokenizer=tokenizer, device=-1)
     load_s = time.perf_counter() - t_load
 
@@ -189,7 +201,8 @@ def main():
     qps = len(items) / wall if wall > 0 else float("nan")
     summary = {"questions": len(items), "wall_s": round(wall, 3), "questions_per_s": round(qps, 3),
                "model_load_s": round(load_s, 3), "batch_size": args.batch_size, "threads": args.threads,
-               "torch": torch.__version__, "transformers": transformers.__version__, "params": params}
+               "torch": torch.__version__, "transformers": transformers.__version__, "params": params,
+               "runtime": args.runtime, **runtime}
 
     # --- optional self-check of the null-score capture
     if args.check_null:

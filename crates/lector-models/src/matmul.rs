@@ -39,6 +39,10 @@ impl<'a> View<'a> {
         Self::new(data, (rows, cols), (cols, 1))
     }
 
+    fn at(&self, i: usize, j: usize) -> f32 {
+        self.data[i * self.rs + j * self.cs]
+    }
+
     pub(crate) fn t(self) -> Self {
         Self {
             rows: self.cols,
@@ -74,6 +78,9 @@ pub(crate) fn matmul(
         n <= dst_rs && (m == 0 || n == 0 || (m - 1) * dst_rs + n <= dst.len()),
         "destination too small"
     );
+    if crate::packed_gemm::avx2_products() {
+        return matmul_avx2(dst, dst_rs, a, b, accumulate, threads);
+    }
     let parallelism = match threads {
         Threads::One => gemm::Parallelism::None,
         Threads::Pool(n) => gemm::Parallelism::Rayon(n),
@@ -104,6 +111,57 @@ pub(crate) fn matmul(
             parallelism,
         );
     }
+}
+
+/// [`matmul`] on lector's AVX2 kernel (see `packed_gemm`), rows split across the pool for
+/// [`Threads::Pool`].
+fn matmul_avx2(
+    dst: &mut [f32],
+    dst_rs: usize,
+    a: View,
+    b: View,
+    accumulate: bool,
+    threads: Threads,
+) {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    if m == 0 || n == 0 {
+        return;
+    }
+    // The kernel reads rows of `a` in place; a transposed `a` is copied first.
+    let dense: Vec<f32>;
+    let (a_data, lda) = match a.cs {
+        1 => (a.data, a.rs),
+        _ => {
+            dense = (0..m * k).map(|e| a.at(e / k, e % k)).collect();
+            (dense.as_slice(), k)
+        }
+    };
+    let product = |rows: usize, a: &[f32], dst: &mut [f32]| {
+        crate::packed_gemm::product_avx2(
+            (a, lda),
+            (k, n, |p, j| b.at(p, j)),
+            (dst, dst_rs),
+            rows,
+            accumulate,
+        )
+    };
+    let parts = match threads {
+        Threads::One => 1,
+        Threads::Pool(threads) => threads.min(m),
+    };
+    if parts == 1 {
+        return product(m, a_data, dst);
+    }
+    use rayon::prelude::*;
+    let per_part = m.div_ceil(parts);
+    dst[..(m - 1) * dst_rs + n]
+        .par_chunks_mut(per_part * dst_rs)
+        .enumerate()
+        .for_each(|(part, dst)| {
+            let first = part * per_part;
+            let rows = per_part.min(m - first);
+            product(rows, &a_data[first * lda..], dst);
+        });
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-"""ONNX Runtime as a peer of lector's reader: the checkpoint exported to ONNX (float32) and dynamically quantized
-to int8, run under the Hugging Face question-answering pipeline's own pre- and post-processing.
+"""ONNX Runtime as a peer of lector's reader and embedder: the checkpoint exported to ONNX (float32) and
+dynamically quantized to int8; the reader runs under the Hugging Face question-answering pipeline's own pre- and
+post-processing, the embedder as sentence-transformers runs it (bench/embed_speed.py).
 
 This is what a user of Hugging Face Optimum gets for these checkpoints (`ORTModelForQuestionAnswering`, and
 `ORTQuantizer` with a dynamic int8 configuration), written with onnxruntime's own API so that the bench needs
@@ -28,8 +29,9 @@ def cache_dir(model_dir):
     return os.path.join(root, "lector", "onnx", name)
 
 
-def export(model, tokenizer, model_dir):
-    """The float32 ONNX file of `model` (exported once, then cached); returns its path."""
+def export(model, tokenizer, model_dir, outputs=("start_logits", "end_logits")):
+    """The float32 ONNX file of `model` (exported once, then cached); returns its path. `outputs` names the
+    fields of the model's output that the graph returns."""
     import torch
 
     out_dir = cache_dir(model_dir)
@@ -49,14 +51,13 @@ def export(model, tokenizer, model_dir):
 
         def forward(self, *inputs):
             out = self.inner(**dict(zip(names, inputs)), return_dict=True)
-            return out.start_logits, out.end_logits
+            return tuple(out[name] for name in outputs)
 
-    axes = {name: {0: "batch", 1: "sequence"} for name in names}
-    axes.update({"start_logits": {0: "batch", 1: "sequence"}, "end_logits": {0: "batch", 1: "sequence"}})
+    axes = {name: {0: "batch", 1: "sequence"} for name in (*names, *outputs)}
     tmp = path + ".part"
     with torch.no_grad():
         torch.onnx.export(Logits(model.float().eval()), tuple(sample[n] for n in names), tmp, input_names=names,
-                          output_names=["start_logits", "end_logits"], dynamic_axes=axes, opset_version=17,
+                          output_names=list(outputs), dynamic_axes=axes, opset_version=17,
                           dynamo=False)
     os.replace(tmp, path)
     return path
@@ -74,21 +75,32 @@ def quantize(f32_path, per_channel=False):
     return path
 
 
+def session(path, threads):
+    """An ONNX Runtime CPU session on `path`: all graph optimizations, `threads` intra-op threads."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def model_file(model, tokenizer, model_dir, runtime, outputs=("start_logits", "end_logits"), per_channel=False):
+    """The ONNX file a runtime ("onnx": float32, "onnx-int8") runs, exported and quantized as needed."""
+    path = export(model, tokenizer, model_dir, outputs)
+    return quantize(path, per_channel) if runtime == "onnx-int8" else path
+
+
 def pipeline_model(model, tokenizer, model_dir, runtime, threads, per_channel=False):
     """A model object the question-answering pipeline runs like `model`, computing on ONNX Runtime."""
     import onnxruntime as ort
     import torch
     from transformers.modeling_outputs import QuestionAnsweringModelOutput
 
-    path = export(model, tokenizer, model_dir)
-    if runtime == "onnx-int8":
-        path = quantize(path, per_channel)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    wanted = [i.name for i in session.get_inputs()]
+    path = model_file(model, tokenizer, model_dir, runtime, per_channel=per_channel)
+    session_ = session(path, threads)
+    wanted = [i.name for i in session_.get_inputs()]
 
     class OrtQuestionAnswering(torch.nn.Module):
         """Takes the pipeline's tensors, runs the ONNX session, returns the logits as torch tensors."""
@@ -106,7 +118,7 @@ def pipeline_model(model, tokenizer, model_dir, runtime, threads, per_channel=Fa
 
         def forward(self, **inputs):
             feed = {name: inputs[name].numpy().astype("int64") for name in wanted}
-            start, end = session.run(["start_logits", "end_logits"], feed)
+            start, end = session_.run(["start_logits", "end_logits"], feed)
             return QuestionAnsweringModelOutput(start_logits=torch.from_numpy(start),
                                                 end_logits=torch.from_numpy(end))
 

@@ -35,10 +35,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Arithmetic of the reader's and embedder's matrix products: f32, or bf16 (inputs and weights
-    /// rounded to bfloat16, float32 sums; about twice as fast where the CPU has AVX512-BF16; the
-    /// reader reads near-tied questions again in float32, see `read --recheck-margin`, and
-    /// embeddings differ slightly) [default: $LECTOR_PRECISION, else f32].
+    /// Arithmetic of the reader's and embedder's matrix products: f32, bf16 (inputs and weights
+    /// rounded to bfloat16, float32 sums; about twice as fast where the CPU has AVX512-BF16), or
+    /// int8 (weights quantized per column, inputs per row, exact integer sums; where the CPU has
+    /// AVX-VNNI or AVX-512 VNNI). With bf16 and int8 the reader reads near-tied questions again
+    /// in float32 (see `read --recheck-margin`) and embeddings differ slightly
+    /// [default: $LECTOR_PRECISION, else f32].
     #[arg(long, global = true, value_enum)]
     precision: Option<Precision>,
 }
@@ -47,6 +49,7 @@ struct Cli {
 enum Precision {
     F32,
     Bf16,
+    Int8,
 }
 
 /// `--precision`, else `$LECTOR_PRECISION`, else f32.
@@ -55,13 +58,15 @@ fn set_precision(flag: Option<Precision>) -> anyhow::Result<()> {
         (Some(p), _) => p,
         (None, None | Some("") | Some("f32")) => Precision::F32,
         (None, Some("bf16")) => Precision::Bf16,
+        (None, Some("int8")) => Precision::Int8,
         (None, Some(other)) => {
-            anyhow::bail!("LECTOR_PRECISION is `{other}`: expected f32 or bf16")
+            anyhow::bail!("LECTOR_PRECISION is `{other}`: expected f32, bf16 or int8")
         }
     };
     lector_models::set_precision(match precision {
         Precision::F32 => lector_models::Precision::F32,
         Precision::Bf16 => lector_models::Precision::Bf16,
+        Precision::Int8 => lector_models::Precision::Int8,
     });
     Ok(())
 }

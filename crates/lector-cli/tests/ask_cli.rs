@@ -571,7 +571,7 @@ fn bad_input_gives_one_clear_line() {
 }
 
 #[test]
-fn bf16_precision_reads_like_f32_and_a_bad_precision_is_named() {
+fn bf16_and_int8_read_like_f32_and_a_bad_precision_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let context = dir.path().join("ctx.txt");
     std::fs::write(
@@ -597,6 +597,9 @@ fn bf16_precision_reads_like_f32_and_a_bad_precision_is_named() {
     assert_eq!(first(&bf16)["start"], first(&f32)["start"]);
     let delta = first(&bf16)["score"].as_f64().unwrap() - first(&f32)["score"].as_f64().unwrap();
     assert!(delta.abs() < 0.02, "bf16 moved the score by {delta}");
+    let int8 = read("int8");
+    assert_eq!(first(&int8)["answer"], "1889", "{int8}");
+    assert_eq!(first(&int8)["start"], first(&f32)["start"]);
 
     let out = Command::new(env!("CARGO_BIN_EXE_lector"))
         .args([
@@ -609,7 +612,7 @@ fn bf16_precision_reads_like_f32_and_a_bad_precision_is_named() {
         .env("LECTOR_PRECISION", "fp8")
         .output()
         .unwrap();
-    assert!(fails(&out).contains("LECTOR_PRECISION is `fp8`: expected f32 or bf16"));
+    assert!(fails(&out).contains("LECTOR_PRECISION is `fp8`: expected f32, bf16 or int8"));
 }
 
 /// Every paragraph's context by the document id `lector index add` gives it (`title#i`).

@@ -19,6 +19,7 @@
 //! twice the multiply-adds per instruction, float32 accumulation. Everything outside the linear
 //! layers (attention, LayerNorm, softmax) stays float32.
 
+use crate::int8_gemm::Int8Weights;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -31,6 +32,10 @@ pub enum Precision {
     /// has AVX512-BF16 (float32 elsewhere). About twice the throughput, slightly different
     /// numbers.
     Bf16,
+    /// Weights quantized to 8 bits per output column at load, inputs per row when multiplied,
+    /// products summed exactly in integers, where the CPU has AVX-VNNI or AVX-512 VNNI (float32
+    /// elsewhere); see `int8_gemm`. Slightly different numbers.
+    Int8,
 }
 
 static PRECISION: AtomicU8 = AtomicU8::new(0);
@@ -53,8 +58,20 @@ pub fn precision() -> Precision {
         .get()
         .unwrap_or(match PRECISION.load(Ordering::Relaxed) {
             0 => Precision::F32,
-            _ => Precision::Bf16,
+            1 => Precision::Bf16,
+            _ => Precision::Int8,
         })
+}
+
+/// The precision products packed now actually run in: [`precision`], unless this CPU lacks its
+/// instructions (bfloat16 without AVX512-BF16, int8 without AVX-VNNI or AVX-512 VNNI run in
+/// float32).
+pub fn active_precision() -> Precision {
+    match precision() {
+        Precision::Bf16 if bf16_active() => Precision::Bf16,
+        Precision::Int8 if crate::int8_gemm::Isa::detect().is_some() => Precision::Int8,
+        _ => Precision::F32,
+    }
 }
 
 /// Whether products packed now actually run in bfloat16: [`Precision::Bf16`] is set and this
@@ -104,6 +121,7 @@ enum Data {
     F32(Vec<f32>),
     Bf16(Vec<u32>),
     F32Avx2(Vec<f32>),
+    Int8(Int8Weights),
 }
 
 impl PackedWeights {
@@ -116,6 +134,15 @@ impl PackedWeights {
     fn pack_with(w: &[f32], k: usize, n: usize, precision: Precision) -> Option<Self> {
         if w.len() != k * n {
             return None;
+        }
+        if precision == Precision::Int8 {
+            if let Some(weights) = Int8Weights::pack(w, k, n) {
+                return Some(Self {
+                    k,
+                    n,
+                    data: Data::Int8(weights),
+                });
+            }
         }
         if avx2_products() {
             return Some(Self::pack_avx2(k, n, |p, j| w[p * n + j]));
@@ -165,6 +192,7 @@ impl PackedWeights {
                 Data::F32(w) => self.blocks(w, a, out, rows),
                 Data::Bf16(w) => self.blocks_bf16(w, &to_bf16_pairs(a), out, rows),
                 Data::F32Avx2(w) => self.blocks_avx2(w, (a, k), (out, n), rows),
+                Data::Int8(w) => w.accumulate(a, out),
             }
         }
     }

@@ -56,7 +56,7 @@ pub struct ReadParams {
     pub handle_impossible_answer: bool,
     /// Windows per forward pass.
     pub batch_size: usize,
-    /// With bfloat16 products ([`lector_models::bf16_active`]): a question whose ranked answers
+    /// With bfloat16 or int8 products ([`lector_models::active_precision`]): a question whose ranked answers
     /// (the first `top_k + 1`, the no-answer one included) have two scores within this factor
     /// of each other, as a natural log (`ln(a / b) < margin`), is read again in float32 and
     /// answered from that reading. Such near-ties are where rounding can swap two answers. 0
@@ -141,21 +141,21 @@ pub struct Prediction {
 /// A loaded reader.
 pub struct Reader {
     checkpoint: Checkpoint,
-    /// The model again in float32, when the checkpoint's runs in bfloat16: near-ties are
+    /// The model again in float32, when the checkpoint's runs in bfloat16 or int8: near-ties are
     /// re-read with it (see [`ReadParams::recheck_margin`]).
     float32: Option<QaModel>,
 }
 
 impl Reader {
     /// Loads the checkpoint in `dir`, in the precision set by [`lector_models::set_precision`]
-    /// (with bfloat16, a float32 copy of the model is loaded too, for re-reading near-ties).
+    /// (with bfloat16 or int8, a float32 copy of the model is loaded too, for re-reading near-ties).
     pub fn load(dir: &Path) -> Result<Self> {
         Self::new(Checkpoint::load(dir)?)
     }
 
     /// A reader around a loaded checkpoint (see [`Reader::load`]).
     pub fn new(checkpoint: Checkpoint) -> Result<Self> {
-        let float32 = match lector_models::bf16_active() {
+        let float32 = match lector_models::active_precision() != Precision::F32 {
             true => Some(checkpoint.load_model(Precision::F32)?),
             false => None,
         };

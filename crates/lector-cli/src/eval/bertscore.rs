@@ -122,10 +122,9 @@ fn print_report(report: &Report) {
         report.layer_source,
         on_off(report.idf),
         baseline,
-        if report.products == "bf16" {
-            ", bf16 products"
-        } else {
-            ""
+        match report.products {
+            "f32" => String::new(),
+            other => format!(", {other} products"),
         }
     );
     println!("(scores from different models, layers, idf or baseline settings do not compare)");

@@ -39,8 +39,8 @@ pub struct Report {
     pub layer_source: &'static str,
     pub idf: bool,
     pub baseline: Option<String>,
-    /// The arithmetic of the encoder's products: `f32`, or `bf16` (near, not equal to, the
-    /// package's scores).
+    /// The arithmetic of the encoder's products: `f32`, `bf16` or `int8` (the last two near, not
+    /// equal to, the package's scores).
     pub products: &'static str,
     pub confidence: f64,
     pub precision: Interval,
@@ -111,10 +111,10 @@ pub fn run(
         layer_source,
         idf: options.idf,
         baseline: options.baseline.as_ref().map(|p| p.display().to_string()),
-        products: if lector_models::bf16_active() {
-            "bf16"
-        } else {
-            "f32"
+        products: match lector_models::active_precision() {
+            lector_models::Precision::F32 => "f32",
+            lector_models::Precision::Bf16 => "bf16",
+            lector_models::Precision::Int8 => "int8",
         },
         confidence: options.bootstrap.confidence,
         precision: metric(|s| s.precision),

@@ -136,12 +136,12 @@ def main():
                         help="embed the abstracts cut into passages of at most this many words on sentence "
                              "boundaries, as `lector index add` embeds a corpus (0: whole abstracts)")
     args = parser.parse_args()
-    cpu.cap_peers()
+    capped = cpu.cap_peers()
     print(f"CPU: {cpu.line()}", flush=True)
     precisions = args.precisions.split(",")
     peers = [f"sentence-transformers {p}" for p in args.peer_precisions.split(",")]
     ort = [f"onnxruntime {p}" for p in args.ort.split(",") if p]
-    if ort and cpu.cap_peers():
+    if ort and capped:
         print("note: ONNX Runtime has no switch for its instruction sets: its rows use every extension of this CPU")
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     lector = args.lector or os.path.join(target, "release", "lector")

@@ -124,7 +124,7 @@ def main():
     parser.add_argument("--lector", help="use this lector binary instead of building the release one")
     parser.add_argument("--ort", default="", help="ONNX Runtime peers to add: f32, int8 or f32,int8")
     args = parser.parse_args()
-    cpu.cap_peers()
+    capped = cpu.cap_peers()
     print(f"CPU: {cpu.line()}", flush=True)
     precisions = args.precisions.split(",")
     peer_precisions = args.peer_precisions.split(",")
@@ -133,7 +133,7 @@ def main():
     if not args.lector:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "lector-cli"], check=True, cwd=ROOT)
     ort = [r for r in args.ort.split(",") if r]
-    if ort and cpu.cap_peers():
+    if ort and capped:
         print("note: ONNX Runtime has no switch for its instruction sets: its rows use every extension of this CPU")
     setup = "setup-ort.sh" if ort else "setup-hf.sh"
     python = subprocess.run(["bash", os.path.join(ROOT, "tools", setup)], check=True, capture_output=True,

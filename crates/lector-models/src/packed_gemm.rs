@@ -145,7 +145,8 @@ impl PackedWeights {
             }
         }
         if avx2_products() {
-            return Some(Self::pack_avx2(k, n, |p, j| w[p * n + j]));
+            let data = Data::F32Avx2(pack_avx2(k, n, |p, j| w[p * n + j]));
+            return Some(Self { k, n, data });
         }
         if !n.is_multiple_of(NR) || !lector_simd::features().avx512 {
             return None;
@@ -155,25 +156,6 @@ impl PackedWeights {
             false => Data::F32(pack_f32(w, n)),
         };
         Some(Self { k, n, data })
-    }
-
-    /// Packs the `(k, n)` matrix whose element `(p, j)` is `at(p, j)` for the AVX2 kernel.
-    fn pack_avx2(k: usize, n: usize, at: impl Fn(usize, usize) -> f32) -> Self {
-        let panels = n.div_ceil(NR_AVX2);
-        let mut data = vec![0f32; panels * k * NR_AVX2];
-        for (panel, block) in data.chunks_exact_mut(k * NR_AVX2).enumerate() {
-            let columns = panel * NR_AVX2..n.min((panel + 1) * NR_AVX2);
-            for (p, row) in block.chunks_exact_mut(NR_AVX2).enumerate() {
-                for (slot, j) in row.iter_mut().zip(columns.clone()) {
-                    *slot = at(p, j);
-                }
-            }
-        }
-        Self {
-            k,
-            n,
-            data: Data::F32Avx2(data),
-        }
     }
 
     /// `out += a · W`, `a` row-major `(rows, k)`, `out` row-major `(rows, n)`.
@@ -191,60 +173,8 @@ impl PackedWeights {
             match &self.data {
                 Data::F32(w) => self.blocks(w, a, out, rows),
                 Data::Bf16(w) => self.blocks_bf16(w, &to_bf16_pairs(a), out, rows),
-                Data::F32Avx2(w) => self.blocks_avx2(w, (a, k), (out, n), rows),
+                Data::F32Avx2(w) => blocks_avx2(w, (k, n), (a, k), (out, n), rows),
                 Data::Int8(w) => w.accumulate(a, out),
-            }
-        }
-    }
-
-    /// [`Self::blocks`] with the AVX2 kernel on `a` and `out` of any row stride (the second of
-    /// each pair), over every panel (a partial last one through a tile-sized buffer).
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn blocks_avx2(
-        &self,
-        data: &[f32],
-        (a, lda): (&[f32], usize),
-        (out, ldc): (&mut [f32], usize),
-        rows: usize,
-    ) {
-        let (k, n) = (self.k, self.n);
-        let mut spill = [0f32; MR_AVX2 * NR_AVX2];
-        for k0 in (0..k).step_by(KC) {
-            let kc = KC.min(k - k0);
-            for m0 in (0..rows).step_by(MC_AVX2) {
-                let mc = MC_AVX2.min(rows - m0);
-                for panel in 0..n.div_ceil(NR_AVX2) {
-                    let w = data.as_ptr().add(panel * k * NR_AVX2 + k0 * NR_AVX2);
-                    let width = NR_AVX2.min(n - panel * NR_AVX2);
-                    let mut r = m0;
-                    while r < m0 + mc {
-                        let take = (m0 + mc - r).min(MR_AVX2);
-                        let c = out.as_mut_ptr().add(r * ldc + panel * NR_AVX2);
-                        let mut tile = Tile {
-                            a: a.as_ptr().add(r * lda + k0),
-                            lda,
-                            w,
-                            kc,
-                            c,
-                            ldc,
-                        };
-                        if width == NR_AVX2 {
-                            dispatch_avx2(take, &tile);
-                        } else {
-                            for i in 0..take {
-                                let row = std::slice::from_raw_parts(c.add(i * ldc), width);
-                                spill[i * NR_AVX2..][..width].copy_from_slice(row);
-                            }
-                            (tile.c, tile.ldc) = (spill.as_mut_ptr(), NR_AVX2);
-                            dispatch_avx2(take, &tile);
-                            for i in 0..take {
-                                let row = std::slice::from_raw_parts_mut(c.add(i * ldc), width);
-                                row.copy_from_slice(&spill[i * NR_AVX2..][..width]);
-                            }
-                        }
-                        r += take;
-                    }
-                }
             }
         }
     }
@@ -394,6 +324,74 @@ fn bf16_supported() -> bool {
     lector_simd::features().avx512_bf16
 }
 
+/// [`PackedWeights::blocks`] with the AVX2 kernel on weights `(k, n)` packed by [`pack_avx2`],
+/// `a` and `out` of any row stride (the second of each pair), over every panel (a partial
+/// last one through a tile-sized buffer).
+#[target_feature(enable = "avx2,fma")]
+unsafe fn blocks_avx2(
+    data: &[f32],
+    (k, n): (usize, usize),
+    (a, lda): (&[f32], usize),
+    (out, ldc): (&mut [f32], usize),
+    rows: usize,
+) {
+    let mut spill = [0f32; MR_AVX2 * NR_AVX2];
+    for k0 in (0..k).step_by(KC) {
+        let kc = KC.min(k - k0);
+        for m0 in (0..rows).step_by(MC_AVX2) {
+            let mc = MC_AVX2.min(rows - m0);
+            for panel in 0..n.div_ceil(NR_AVX2) {
+                let w = data.as_ptr().add(panel * k * NR_AVX2 + k0 * NR_AVX2);
+                let width = NR_AVX2.min(n - panel * NR_AVX2);
+                let mut r = m0;
+                while r < m0 + mc {
+                    let take = (m0 + mc - r).min(MR_AVX2);
+                    let c = out.as_mut_ptr().add(r * ldc + panel * NR_AVX2);
+                    let mut tile = Tile {
+                        a: a.as_ptr().add(r * lda + k0),
+                        lda,
+                        w,
+                        kc,
+                        c,
+                        ldc,
+                    };
+                    if width == NR_AVX2 {
+                        dispatch_avx2(take, &tile);
+                    } else {
+                        for i in 0..take {
+                            let row = std::slice::from_raw_parts(c.add(i * ldc), width);
+                            spill[i * NR_AVX2..][..width].copy_from_slice(row);
+                        }
+                        (tile.c, tile.ldc) = (spill.as_mut_ptr(), NR_AVX2);
+                        dispatch_avx2(take, &tile);
+                        for i in 0..take {
+                            let row = std::slice::from_raw_parts_mut(c.add(i * ldc), width);
+                            row.copy_from_slice(&spill[i * NR_AVX2..][..width]);
+                        }
+                    }
+                    r += take;
+                }
+            }
+        }
+    }
+}
+
+/// Packs the `(k, n)` matrix whose element `(p, j)` is `at(p, j)` for the AVX2 kernel: panels
+/// of [`NR_AVX2`] columns, the last one padded with zeros.
+fn pack_avx2(k: usize, n: usize, at: impl Fn(usize, usize) -> f32) -> Vec<f32> {
+    let panels = n.div_ceil(NR_AVX2);
+    let mut data = vec![0f32; panels * k * NR_AVX2];
+    for (panel, block) in data.chunks_exact_mut(k * NR_AVX2).enumerate() {
+        let columns = panel * NR_AVX2..n.min((panel + 1) * NR_AVX2);
+        for (p, row) in block.chunks_exact_mut(NR_AVX2).enumerate() {
+            for (slot, j) in row.iter_mut().zip(columns.clone()) {
+                *slot = at(p, j);
+            }
+        }
+    }
+    data
+}
+
 /// Whether this process multiplies on the AVX2 kernel: the CPU has AVX2 and FMA but no AVX-512,
 /// or `LECTOR_SIMD` switched AVX-512 off.
 pub(crate) fn avx2_products() -> bool {
@@ -425,13 +423,10 @@ pub(crate) fn product_avx2(
             .take(rows)
             .for_each(|row| row[..n].fill(0.0));
     }
-    let packed = PackedWeights::pack_avx2(k, n, b);
-    let Data::F32Avx2(data) = &packed.data else {
-        unreachable!("pack_avx2 packs for the AVX2 kernel")
-    };
+    let data = pack_avx2(k, n, b);
     // SAFETY: the CPU has AVX2 and FMA (asserted); the assertion on the shapes keeps every row
     // the kernel reads and writes inside `a` and `dst`.
-    unsafe { packed.blocks_avx2(data, (a, lda), (dst, ldc), rows) }
+    unsafe { blocks_avx2(&data, (k, n), (a, lda), (dst, ldc), rows) }
 }
 
 /// One microkernel call's operands: `rows x kc` of `a` (row stride `lda`), a `kc x NR` panel
